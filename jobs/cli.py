@@ -1,0 +1,86 @@
+"""The ``corpusmill`` command.
+
+    corpusmill run --input 'crawl/*.warc.gz' --output out --run demo
+    corpusmill run --stages filter,pii --input some/parquet --run rerun
+    spark-submit jobs/extract.py --input ... (same options, one stage)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from typing import List, Optional
+
+from jobs import registry
+from jobs.config import ConfigError
+
+
+def check_java() -> None:
+    """Spark needs a JVM; say so in one line instead of a Py4J traceback."""
+    java_home = os.environ.get("JAVA_HOME")
+    if not (java_home and os.path.exists(os.path.join(java_home, "bin", "java"))) and not shutil.which("java"):
+        raise ConfigError("java: no Java runtime found; install a JDK 17+ (e.g. apt-get install "
+                          "openjdk-17-jdk-headless) or set JAVA_HOME")
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, with_stages: bool = True) -> None:
+    parser.add_argument("--config", help="YAML config (default: conf/local.yaml)")
+    parser.add_argument("--input", nargs="+", default=[],
+                        help="WARC/ARC files, globs or folders (extract), or one Parquet dataset (other stages); "
+                             "local paths or any Hadoop-compatible URI")
+    parser.add_argument("--output", help="output root (default: config 'output')")
+    parser.add_argument("--run", help="run name; outputs go to <output>/<run>/<stage>/ (default: config 'run')")
+    parser.add_argument("--sample", type=float, help="deterministic fraction of input records to process, e.g. 0.01")
+    if with_stages:
+        parser.add_argument("--stages", help=f"comma-separated subset of: {','.join(registry.STAGE_ORDER)}")
+
+
+def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
+    from jobs import config
+    from jobs.pipeline import plan_stages, run_pipeline
+    from jobs.spark import get_session
+
+    cfg = config.load(args.config)
+    planned = plan_stages(stages)
+    if not stages:
+        missing = [s for s in registry.STAGE_ORDER if s not in planned]
+        if missing:
+            print(f"corpusmill: not built yet, skipped: {', '.join(missing)}")
+    check_java()
+    spark = get_session(cfg.spark)
+    all_stats = run_pipeline(spark, cfg, args.input, planned, args.output, args.run, args.sample)
+    run_dir = f"{(args.output or cfg.output).rstrip('/')}/{args.run or cfg.run}"
+    print(f"corpusmill: done. Outputs under {run_dir}/<stage>/ (kept/, rejected/, errors/), "
+          f"stats in {run_dir}/<stage>/_stats.json")
+    return 0 if all(s.get("reconciled", True) for s in all_stats) else 3
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="corpusmill", description="Web crawl → LLM pre-training data on Spark.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run the pipeline, one stage or a list of stages")
+    add_run_arguments(run)
+    args = parser.parse_args(argv)
+    try:
+        stages = [s.strip() for s in args.stages.split(",") if s.strip()] if args.stages else None
+        return run_command(args, stages)
+    except ConfigError as exc:
+        print(f"corpusmill: {exc}", file=sys.stderr)
+        return 2
+
+
+def main_for_stage(stage: str, argv: Optional[List[str]] = None) -> int:
+    """Entry of ``spark-submit jobs/<stage>.py``: the run options, one stage."""
+    parser = argparse.ArgumentParser(prog=f"jobs/{stage}.py", description=f"corpusmill stage {stage}")
+    add_run_arguments(parser, with_stages=False)
+    args = parser.parse_args(argv)
+    try:
+        return run_command(args, [stage])
+    except ConfigError as exc:
+        print(f"corpusmill: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

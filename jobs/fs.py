@@ -1,0 +1,83 @@
+"""File-system operations on any Hadoop-compatible URI (local, HDFS, S3A, ABFS…) via Spark's JVM.
+
+Stage directories live wherever the user points ``--output``; going through Hadoop's FileSystem
+keeps renames, deletes and the small JSON side files working the same on a laptop and on YARN.
+"""
+from __future__ import annotations
+
+import json
+from typing import Iterable, List
+
+from pyspark.sql import SparkSession
+
+
+class HadoopFS:
+    def __init__(self, spark: SparkSession):
+        self._jvm = spark.sparkContext._jvm
+        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
+
+    def _path(self, uri: str):
+        return self._jvm.org.apache.hadoop.fs.Path(uri)
+
+    def _fs(self, uri: str):
+        return self._path(uri).getFileSystem(self._conf)
+
+    def qualify(self, uri: str) -> str:
+        """Absolute, scheme-qualified form of ``uri`` (``/x`` → ``file:/x`` locally)."""
+        path = self._path(uri)
+        return str(path.getFileSystem(self._conf).makeQualified(path).toString())
+
+    def exists(self, uri: str) -> bool:
+        return bool(self._fs(uri).exists(self._path(uri)))
+
+    def delete(self, uri: str) -> None:
+        if self.exists(uri):
+            self._fs(uri).delete(self._path(uri), True)
+
+    def mkdirs(self, uri: str) -> None:
+        self._fs(uri).mkdirs(self._path(uri))
+
+    def rename(self, src: str, dst: str) -> None:
+        if not self._fs(src).rename(self._path(src), self._path(dst)):
+            raise OSError(f"rename failed: {src} -> {dst}")
+
+    def list_dir(self, uri: str) -> List[str]:
+        if not self.exists(uri):
+            return []
+        return [str(st.getPath().toString()) for st in self._fs(uri).listStatus(self._path(uri))]
+
+    def glob_files(self, patterns: Iterable[str]) -> List[str]:
+        """Expand files, globs and folders (recursively) into a sorted list of file URIs."""
+        found = []
+        for pattern in patterns:
+            statuses = self._fs(pattern).globStatus(self._path(pattern)) or []
+            for st in statuses:
+                if st.isDirectory():
+                    it = self._fs(pattern).listFiles(st.getPath(), True)
+                    while it.hasNext():
+                        found.append(str(it.next().getPath().toString()))
+                else:
+                    found.append(str(st.getPath().toString()))
+        names = [f for f in found if not f.rsplit("/", 1)[-1].startswith((".", "_"))]
+        return sorted(set(names))
+
+    def write_text(self, uri: str, text: str) -> None:
+        out = self._fs(uri).create(self._path(uri), True)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+
+    def read_text(self, uri: str) -> str:
+        stream = self._fs(uri).open(self._path(uri))
+        try:
+            reader = self._jvm.java.io.BufferedReader(self._jvm.java.io.InputStreamReader(stream, "UTF-8"))
+            return "\n".join(iter(reader.readLine, None))
+        finally:
+            stream.close()
+
+    def write_json(self, uri: str, obj) -> None:
+        self.write_text(uri, json.dumps(obj, indent=2, sort_keys=True, default=str))
+
+    def read_json(self, uri: str):
+        return json.loads(self.read_text(uri))

@@ -1,0 +1,106 @@
+"""The pipeline driver: runs the chosen stages in order under ``<output>/<run>/``, resuming finished ones.
+
+Each stage's fingerprint hashes its config section, the I/O settings and the fingerprint of what
+it read, so a change anywhere upstream re-runs everything after it and nothing before.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from typing import List, Optional, Sequence
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from jobs import registry
+from jobs.config import ConfigError
+from jobs.fs import HadoopFS
+from jobs.stage import STATS, is_complete, run_stage
+
+
+def _chain(*parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def sample_rows(docs, fraction: Optional[float]):
+    """Deterministic sample of a Parquet dataset by a hash of the document id."""
+    if fraction is None:
+        return docs
+    return docs.where(F.pmod(F.xxhash64("id"), F.lit(1_000_000)) < F.lit(int(fraction * 1_000_000)))
+
+
+def summary_line(stats: dict, stage_dir: str) -> str:
+    dropped = []
+    for kind in ("rejected", "errors", "skipped"):
+        if stats.get(kind):
+            reasons = ", ".join(f"{r} {n}" for r, n in sorted(stats[kind].items(), key=lambda kv: -kv[1]))
+            dropped.append(f"{kind}: {reasons}")
+    balance = "" if stats.get("reconciled", True) else "  [COUNTS DO NOT RECONCILE]"
+    return (f"{stats['stage']:>10}: {stats['records_in']} in -> {stats['kept']} kept"
+            f"{'; ' + '; '.join(dropped) if dropped else ''}  ({stats['wall_s']:.1f} s) {stage_dir}{balance}")
+
+
+def plan_stages(requested: Optional[Sequence[str]]) -> List[str]:
+    """The stages to run, in pipeline order; without a request, every stage built so far."""
+    if not requested:
+        return registry.built_stages()
+    for name in requested:
+        registry.stage_class(name)  # raises a one-line error for unknown or unbuilt stages
+    return [name for name in registry.STAGE_ORDER if name in requested]
+
+
+def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequence[str],
+                 output: Optional[str] = None, run: Optional[str] = None,
+                 sample: Optional[float] = None, echo=print) -> List[dict]:
+    fs = HadoopFS(spark)
+    run_dir = fs.qualify(f"{(output or cfg.output).rstrip('/')}/{run or cfg.run}")
+    if sample is not None and not 0 < sample <= 1:
+        raise ConfigError(f"--sample: must be within (0, 1], got {sample}")
+    first = stages[0]
+    if first == "extract":
+        if not inputs:
+            raise ConfigError("--input: the extract stage needs WARC/ARC files, globs or folders")
+        source = fs.glob_files(inputs)
+        if not source:
+            raise ConfigError(f"--input: no files match {' '.join(inputs)}")
+        upstream = _chain("warc", source, sample)
+    elif inputs:
+        if len(inputs) != 1 or not fs.exists(inputs[0]):
+            raise ConfigError(f"--input: stage {first!r} reads one Parquet dataset; not found: {' '.join(inputs)}")
+        source = fs.qualify(inputs[0])
+        upstream = _chain("parquet", source, sample)
+    else:
+        source, upstream = _previous_output(fs, run_dir, first)
+
+    all_stats = []
+    for position, name in enumerate(stages):
+        stage = registry.stage_class(name)(spark, cfg, **({"sample_fraction": sample} if name == "extract" else {}))
+        stage_fp = _chain(name, asdict(stage.settings), asdict(cfg.io), upstream)
+        stage_dir = f"{run_dir}/{name}"
+        if is_complete(fs, stage_dir, stage_fp):
+            stats = fs.read_json(f"{stage_dir}/{STATS}")
+            echo(f"{name:>10}: finished earlier with the same config, skipped ({stage_dir})")
+        else:
+            if name == "extract":
+                docs, records_in = stage.load(source), None
+            else:
+                docs = stage.load(source)
+                if position == 0:
+                    docs = sample_rows(docs, sample)
+                records_in = docs.count()
+            stats = run_stage(stage, docs, stage_dir, stage_fp, records_in)
+            echo(summary_line(stats, stage_dir))
+        all_stats.append(stats)
+        source, upstream = f"{stage_dir}/kept", stage_fp
+    return all_stats
+
+
+def _previous_output(fs: HadoopFS, run_dir: str, first: str):
+    """Input of a stage run alone without --input: the kept/ of the nearest finished earlier stage."""
+    earlier = registry.STAGE_ORDER[:registry.STAGE_ORDER.index(first)]
+    for name in reversed(earlier):
+        marker = f"{run_dir}/{name}/_COMPLETE.json"
+        if fs.exists(marker):
+            return f"{run_dir}/{name}/kept", fs.read_json(marker)["fingerprint"]
+    raise ConfigError(f"--input: stage {first!r} needs a Parquet dataset (no finished earlier stage in {run_dir})")

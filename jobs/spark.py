@@ -1,0 +1,35 @@
+"""The Spark session, built from config unless spark-submit or a notebook already made one."""
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark import SparkConf
+from pyspark.sql import SparkSession
+
+from jobs.config import SparkConfig
+
+# Always on: Arrow batches between the JVM and the Python workers, UTC timestamps.
+BASE_CONF = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.sources.partitionOverwriteMode": "static",
+    "spark.ui.showConsoleProgress": "true",
+}
+
+
+def get_session(cfg: SparkConfig) -> SparkSession:
+    # Workers must run the interpreter that has the project's packages (a measured trap here).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = SparkSession.builder.appName(cfg.app_name)
+    # Under spark-submit the master comes from the command line; don't override it.
+    if not SparkConf().contains("spark.master"):
+        builder = builder.master(cfg.master)
+    for key, value in {**BASE_CONF, **{k: str(v) for k, v in cfg.conf.items()}}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

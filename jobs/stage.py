@@ -1,0 +1,123 @@
+"""The stage contract and the runner that gives every stage the same run layout.
+
+A stage is one small class: it declares its name and config section, and its ``transform`` maps
+the input DataFrame to an output DataFrame that carries an ``_outcome`` column (``kept``,
+``rejected`` or ``error``) and, on dropped rows, a reason column. The runner writes that output in
+one pass, partitioned by outcome, into ``<run>/<stage>.tmp/``; counts the rows per outcome and
+reason from the written files; writes ``_stats.json`` and the completion marker; and only then
+renames the folder to ``<run>/<stage>/``. A killed stage therefore never looks finished.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Dict, Optional
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.fs import HadoopFS
+
+OUTCOMES = {"kept": "kept", "rejected": "rejected", "error": "errors", "skipped": "skipped"}  # outcome -> folder
+# Bookkeeping columns that are null on kept rows; dropped when a later stage reads kept/.
+BOOKKEEPING_COLUMNS = ("_count", "reject_rule", "reject_value", "error")
+MARKER = "_COMPLETE.json"
+STATS = "_stats.json"
+
+
+class Stage:
+    """Base class of a pipeline stage. Subclasses set ``name`` and implement ``transform``."""
+
+    name: str = ""
+    # Column holding the reason on rows of each dropped outcome (counted into _stats.json).
+    reason_columns: Dict[str, str] = {"rejected": "reject_rule", "error": "error"}
+
+    def __init__(self, spark: SparkSession, cfg):
+        self.spark = spark
+        self.cfg = cfg
+
+    @property
+    def settings(self):
+        """This stage's own config section (``cfg.<name>``)."""
+        return getattr(self.cfg, self.name)
+
+    def load(self, path: str) -> DataFrame:
+        """Read the stage's input: a Parquet dataset (a previous stage's kept/ or the user's)."""
+        docs = self.spark.read.parquet(path)
+        return docs.drop(*[c for c in BOOKKEEPING_COLUMNS if c in docs.columns])
+
+    def transform(self, docs: DataFrame) -> DataFrame:
+        raise NotImplementedError
+
+    def write(self, out: DataFrame, tmp_dir: str) -> None:
+        """Write all outcomes in one pass: ``_outcome=kept/`` etc., renamed afterwards."""
+        (out.write.mode("overwrite").partitionBy("_outcome")
+            .option("compression", self.cfg.io.parquet_compression)
+            .parquet(tmp_dir))
+
+    def count_outcomes(self, tmp_dir: str) -> Dict[str, Dict[str, int]]:
+        """Rows per outcome and reason, read back from the written files."""
+        written = self.spark.read.parquet(tmp_dir)
+        reason = F.lit(None).cast("string")
+        for outcome, column in self.reason_columns.items():
+            if column in written.columns:
+                reason = F.when(F.col("_outcome") == outcome, F.col(column).cast("string")).otherwise(reason)
+        # A row may stand for several records (``_count``: e.g. per-file counts of skipped records).
+        weight = F.col("_count") if "_count" in written.columns else F.lit(1)
+        rows = written.groupBy("_outcome", reason.alias("reason")).agg(F.sum(weight).alias("n")).collect()
+        counts: Dict[str, Dict[str, int]] = {}
+        for row in rows:
+            counts.setdefault(row["_outcome"], {})[row["reason"] or "-"] = int(row["n"])
+        return counts
+
+    def extra_stats(self, stage_dir: str) -> dict:
+        """Stage-specific figures for _stats.json, computed from the written output."""
+        return {}
+
+    def finalize(self, tmp_dir: str) -> None:
+        """Rename ``_outcome=X`` partitions to the run layout's ``kept/``, ``rejected/``, ``errors/``."""
+        fs = HadoopFS(self.spark)
+        for outcome, folder in OUTCOMES.items():
+            part = f"{tmp_dir}/_outcome={outcome}"
+            if fs.exists(part):
+                fs.rename(part, f"{tmp_dir}/{folder}")
+
+
+def is_complete(fs: HadoopFS, stage_dir: str, fingerprint: str) -> bool:
+    marker = f"{stage_dir}/{MARKER}"
+    return fs.exists(marker) and fs.read_json(marker).get("fingerprint") == fingerprint
+
+
+def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
+              records_in: Optional[int]) -> dict:
+    """Run one stage into ``stage_dir`` atomically and return its stats."""
+    fs = HadoopFS(stage.spark)
+    tmp_dir = f"{stage_dir}.tmp-{uuid.uuid4().hex[:8]}"
+    started = time.time()
+    stage.spark.sparkContext.setJobGroup(stage.name, f"corpusmill stage {stage.name}")
+    try:
+        stage.write(stage.transform(docs), tmp_dir)
+        counts = stage.count_outcomes(tmp_dir)
+        stage.finalize(tmp_dir)
+        wall = time.time() - started
+        records_out = sum(sum(reasons.values()) for reasons in counts.values())
+        stats = {
+            "stage": stage.name,
+            "fingerprint": fingerprint,
+            "records_in": records_out if records_in is None else records_in,
+            "kept": sum(counts.get("kept", {}).values()),
+            "rejected": counts.get("rejected", {}),
+            "errors": counts.get("error", {}),
+            "skipped": counts.get("skipped", {}),
+            "wall_s": round(wall, 3),
+        }
+        stats["reconciled"] = stats["records_in"] == records_out
+        stats.update(stage.extra_stats(tmp_dir))
+        fs.write_json(f"{tmp_dir}/{STATS}", stats)
+        fs.write_json(f"{tmp_dir}/{MARKER}", {"fingerprint": fingerprint, "finished_at": time.time()})
+        fs.delete(stage_dir)
+        fs.rename(tmp_dir, stage_dir)
+        return stats
+    except BaseException:
+        fs.delete(tmp_dir)
+        raise
