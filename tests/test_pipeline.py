@@ -1,0 +1,149 @@
+"""The driver on real Spark: run layout, reconciliation, resume, single stages, MindRecord read-back."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from jobs import config
+from jobs.cli import main
+from jobs.mix import MixStage
+from jobs.pipeline import run_pipeline
+
+SAMPLE = str(ROOT / "data" / "sample")
+STAGES = ["extract", "mix", "mindrecord"]
+
+
+def stats_of(run_dir: Path, stage: str) -> dict:
+    return json.loads((run_dir / stage / "_stats.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return config.load(overrides={"mix": {"buckets": 3}})
+
+
+@pytest.fixture(scope="module")
+def demo(spark, cfg, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    lines = []
+    stats = run_pipeline(spark, cfg, [SAMPLE], STAGES, str(out), "demo", echo=lines.append)
+    return out / "demo", stats, lines
+
+
+def test_run_layout_and_counts_reconcile(demo):
+    run_dir, stats, lines = demo
+    for stage in STAGES:
+        assert (run_dir / stage / "_COMPLETE.json").exists()
+        assert stats_of(run_dir, stage)["reconciled"] is True
+    extract = stats_of(run_dir, "extract")
+    dropped = sum(sum(extract[k].values()) for k in ("rejected", "errors", "skipped"))
+    assert extract["records_in"] == extract["kept"] + dropped
+    assert extract["kept"] >= 35
+    assert not list(run_dir.glob("*.tmp-*"))
+    assert len(lines) == 3 and lines[0].strip().startswith("extract:")
+
+
+def test_extract_output_has_the_contract_columns(spark, demo):
+    run_dir, _, _ = demo
+    docs = spark.read.parquet(str(run_dir / "extract" / "kept"))
+    for column in ("id", "url", "text", "host", "crawl_date", "source", "charset", "content_length"):
+        assert column in docs.columns
+    assert docs.where("text is null or text = ''").count() == 0
+    assert docs.select("id").distinct().count() == docs.count()
+
+
+def test_mix_buckets_and_mindrecord_read_back(spark, demo):
+    import mindspore.dataset as ds
+
+    run_dir, _, _ = demo
+    mixed = spark.read.parquet(str(run_dir / "mix" / "kept"))
+    assert sorted(r["bucket"] for r in mixed.select("bucket").distinct().collect()) == [0, 1, 2]
+    shards = sorted(str(p) for p in (run_dir / "mindrecord").glob("shard-*.mindrecord"))
+    assert len(shards) == 3
+    rows = list(ds.MindDataset(shards, shuffle=False).create_dict_iterator(output_numpy=True))
+    assert len(rows) == mixed.count()
+    parquet_text = {r["id"]: r["text"] for r in mixed.select("id", "text").collect()}
+    for row in rows[:10]:
+        assert parquet_text[str(row["id"])] == str(row["text"])
+    assert all(float(r["quality_score"]) == -1.0 for r in rows)  # not scored yet: documented marker
+
+
+def test_rerun_skips_every_finished_stage(spark, cfg, demo):
+    run_dir, first, _ = demo
+    lines = []
+    again = run_pipeline(spark, cfg, [SAMPLE], STAGES, str(run_dir.parent), "demo", echo=lines.append)
+    assert all("skipped" in line for line in lines)
+    assert [s["fingerprint"] for s in again] == [s["fingerprint"] for s in first]
+
+
+def test_failed_stage_leaves_nothing_finished_and_rerun_resumes(spark, cfg, tmp_path, monkeypatch):
+    def explode(self, docs):
+        raise RuntimeError("killed on purpose")
+
+    monkeypatch.setattr(MixStage, "transform", explode)
+    with pytest.raises(RuntimeError):
+        run_pipeline(spark, cfg, [SAMPLE], STAGES, str(tmp_path), "r", echo=lambda _: None)
+    run_dir = tmp_path / "r"
+    assert (run_dir / "extract" / "_COMPLETE.json").exists()
+    assert not (run_dir / "mix").exists() and not list(run_dir.glob("mix.tmp-*"))
+    # A stage folder without its marker (a killed writer) is never taken as finished.
+    (run_dir / "mix" / "kept").mkdir(parents=True)
+    monkeypatch.undo()
+    lines = []
+    run_pipeline(spark, cfg, [SAMPLE], STAGES, str(tmp_path), "r", echo=lines.append)
+    assert "skipped" in lines[0] and "skipped" not in lines[1]
+    assert (run_dir / "mix" / "_COMPLETE.json").exists()
+
+
+def test_changed_config_reruns_that_stage_and_the_ones_after(spark, cfg, demo):
+    run_dir, _, _ = demo
+    changed = config.load(overrides={"mix": {"buckets": 2}})
+    lines = []
+    run_pipeline(spark, changed, [SAMPLE], STAGES, str(run_dir.parent), "demo", echo=lines.append)
+    assert "skipped" in lines[0] and "skipped" not in lines[1] and "skipped" not in lines[2]
+    assert len(list((run_dir / "mindrecord").glob("shard-*.mindrecord"))) == 2
+
+
+def test_stage_alone_on_any_parquet_passes_columns_through(spark, cfg, tmp_path):
+    data = tmp_path / "docs"
+    spark.createDataFrame([(f"d{i}", f"http://x/{i}", f"text {i}", i) for i in range(20)],
+                          "id string, url string, text string, extra int").write.parquet(str(data))
+    stats = run_pipeline(spark, cfg, [str(data)], ["mix"], str(tmp_path / "out"), "alone", echo=lambda _: None)
+    assert stats[0]["records_in"] == 20 and stats[0]["kept"] == 20
+    mixed = spark.read.parquet(str(tmp_path / "out" / "alone" / "mix" / "kept"))
+    assert {"id", "url", "text", "extra", "bucket"} <= set(mixed.columns)
+
+
+def test_sample_switch_processes_a_deterministic_fraction(spark, cfg, tmp_path):
+    first = run_pipeline(spark, cfg, [SAMPLE], ["extract"], str(tmp_path), "a", sample=0.5, echo=lambda _: None)[0]
+    second = run_pipeline(spark, cfg, [SAMPLE], ["extract"], str(tmp_path), "b", sample=0.5, echo=lambda _: None)[0]
+    assert first["kept"] == second["kept"] and 5 < first["kept"] < 35
+    assert first["skipped"]["not_sampled"] > 0 and first["reconciled"]
+
+
+def test_cli_run_prints_summary_and_where_outputs_are(tmp_path, capsys):
+    code = main(["run", "--input", SAMPLE, "--output", str(tmp_path), "--run", "cli", "--stages", "extract"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "extract:" in out and f"{tmp_path}/cli/<stage>/_stats.json" in out
+
+
+def test_cli_missing_input_is_a_clear_error(tmp_path, capsys):
+    assert main(["run", "--input", str(tmp_path / "nothing*.warc.gz"), "--stages", "extract"]) == 2
+    assert "--input: no files match" in capsys.readouterr().err
+
+
+def test_spark_submit_runs_a_job_module_with_the_same_options(tmp_path):
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    result = subprocess.run(
+        [str(spark_submit), "--master", "local[1]", str(ROOT / "jobs" / "extract.py"),
+         "--input", str(ROOT / "data" / "sample" / "jwarc-commoncrawl.warc.gz"),
+         "--output", str(tmp_path), "--run", "submitted"],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads((tmp_path / "submitted" / "extract" / "_stats.json").read_text())["kept"] == 1
