@@ -2,6 +2,8 @@
 
     corpusmill run --input 'crawl/*.warc.gz' --output out --run demo
     corpusmill run --stages filter,pii --input some/parquet --run rerun
+    corpusmill report --output out --run demo        # (re)write out/demo/report.html
+    corpusmill mixing-law fit runs.csv               # propose a domain mixture from small runs
     spark-submit jobs/extract.py --input ... (same options, one stage)
 """
 from __future__ import annotations
@@ -12,7 +14,12 @@ import shutil
 import sys
 from typing import List, Optional
 
-from jobs import registry
+if __name__ == "__main__" and not __package__:
+    # ``spark-submit jobs/cli.py``: the driver imports the clone it is submitted from (executors get
+    # the same code with --archives, see jobs/package.py), not whatever else is installed.
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from jobs import registry  # noqa: E402
 from jobs.config import ConfigError
 
 
@@ -36,9 +43,22 @@ def add_run_arguments(parser: argparse.ArgumentParser, with_stages: bool = True)
         parser.add_argument("--stages", help=f"comma-separated subset of: {','.join(registry.STAGE_ORDER)}")
 
 
+def progress_safe_print(line: str) -> None:
+    """Print a summary line so Spark's console progress bar (redrawn on stderr with carriage returns)
+    cannot garble it: on a terminal erase the bar's line, in a log end the bar's unterminated line."""
+    sys.stderr.write("\r\x1b[2K" if sys.stderr.isatty() else "\n")
+    sys.stderr.flush()
+    print(line, flush=True)
+
+
+def run_dir_of(args: argparse.Namespace, cfg) -> str:
+    return f"{(args.output or cfg.output).rstrip('/')}/{args.run or cfg.run}"
+
+
 def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
     from jobs import config
     from jobs.pipeline import plan_stages, run_pipeline
+    from jobs.report import write_report
     from jobs.spark import get_session
 
     cfg = config.load(args.config)
@@ -49,11 +69,24 @@ def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
             print(f"corpusmill: not built yet, skipped: {', '.join(missing)}")
     check_java()
     spark = get_session(cfg.spark)
-    all_stats = run_pipeline(spark, cfg, args.input, planned, args.output, args.run, args.sample)
-    run_dir = f"{(args.output or cfg.output).rstrip('/')}/{args.run or cfg.run}"
-    print(f"corpusmill: done. Outputs under {run_dir}/<stage>/ (kept/, rejected/, errors/), "
-          f"stats in {run_dir}/<stage>/_stats.json")
+    all_stats = run_pipeline(spark, cfg, args.input, planned, args.output, args.run, args.sample,
+                             echo=progress_safe_print)
+    run_dir = run_dir_of(args, cfg)
+    progress_safe_print(f"corpusmill: done. Outputs under {run_dir}/<stage>/ (kept/, rejected/, errors/), "
+                        f"stats in {run_dir}/<stage>/_stats.json")
+    progress_safe_print(f"corpusmill: report {write_report(spark, run_dir)}")
     return 0 if all(s.get("reconciled", True) for s in all_stats) else 3
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from jobs import config
+    from jobs.report import write_report
+    from jobs.spark import get_session
+
+    cfg = config.load(args.config)
+    check_java()
+    progress_safe_print(f"corpusmill: report {write_report(get_session(cfg.spark), run_dir_of(args, cfg))}")
+    return 0
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -61,8 +94,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the pipeline, one stage or a list of stages")
     add_run_arguments(run)
+    report = commands.add_parser("report", help="(re)write <output>/<run>/report.html from a run's outputs")
+    report.add_argument("--config", help="YAML config (default: conf/local.yaml)")
+    report.add_argument("--output", help="output root (default: config 'output')")
+    report.add_argument("--run", help="run name (default: config 'run')")
+    commands.add_parser("mixing-law", help="fit a data mixing law to small runs and propose a mixture")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["mixing-law"]:  # its own parser takes every option that follows
+        from jobs.mixing_law import main as mixing_law
+
+        return mixing_law(argv[1:])
     args = parser.parse_args(argv)
     try:
+        if args.command == "report":
+            return report_command(args)
         stages = [s.strip() for s in args.stages.split(",") if s.strip()] if args.stages else None
         return run_command(args, stages)
     except ConfigError as exc:

@@ -17,7 +17,10 @@ from typing import Any, Optional
 
 import yaml
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+# Beside the package in a clone or editable install; imported from a ``--py-files`` zip there is no
+# folder beside it, so the driver uses the clone it is submitted from (its working directory).
+CONF_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "conf", Path.cwd() / "conf") if d.is_dir()),
+                Path(__file__).resolve().parent.parent / "conf")
 DEFAULT_CONFIG = CONF_DIR / "local.yaml"
 
 

@@ -76,7 +76,7 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
     all_stats = []
     for position, name in enumerate(stages):
         stage = registry.stage_class(name)(spark, cfg, **({"sample_fraction": sample} if name == "extract" else {}))
-        stage_fp = _chain(name, asdict(stage.settings), asdict(cfg.io), upstream)
+        stage_fp = _chain(name, asdict(stage.settings), asdict(cfg.io), upstream, stage.artifact_fingerprint())
         stage_dir = f"{run_dir}/{name}"
         if is_complete(fs, stage_dir, stage_fp):
             stats = fs.read_json(f"{stage_dir}/{STATS}")

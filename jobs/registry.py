@@ -6,7 +6,12 @@ from dataclasses import dataclass, field
 
 from jobs.config import ConfigError, IOConfig, SparkConfig
 from udfs.warc import ExtractConfig
-from jobs.mix import MixConfig
+from udfs.filter import FilterConfig
+from udfs.pii import PiiConfig
+from udfs.minhash import DedupConfig
+from udfs.score import ScoreConfig
+from udfs.mixture import MixConfig
+from udfs.packing import PackConfig
 from jobs.mindrecord import MindRecordConfig
 
 # Every stage name the CLI accepts, in the order the pipeline runs them (cheap before expensive,
@@ -15,7 +20,12 @@ STAGE_ORDER = ["extract", "filter", "pii", "dedup", "score", "mix", "pack", "min
 
 STAGE_CLASSES = {
     "extract": "jobs.extract:ExtractStage",
+    "filter": "jobs.filter:FilterStage",
+    "pii": "jobs.pii:PiiStage",
+    "dedup": "jobs.dedup:DedupStage",
+    "score": "jobs.score:ScoreStage",
     "mix": "jobs.mix:MixStage",
+    "pack": "jobs.pack:PackStage",
     "mindrecord": "jobs.mindrecord:MindRecordStage",
 }
 
@@ -27,7 +37,12 @@ class PipelineConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     io: IOConfig = field(default_factory=IOConfig)
     extract: ExtractConfig = field(default_factory=ExtractConfig)
+    filter: FilterConfig = field(default_factory=FilterConfig)
+    pii: PiiConfig = field(default_factory=PiiConfig)
+    dedup: DedupConfig = field(default_factory=DedupConfig)
+    score: ScoreConfig = field(default_factory=ScoreConfig)
     mix: MixConfig = field(default_factory=MixConfig)
+    pack: PackConfig = field(default_factory=PackConfig)
     mindrecord: MindRecordConfig = field(default_factory=MindRecordConfig)
 
 

@@ -25,8 +25,11 @@ def get_session(cfg: SparkConfig) -> SparkSession:
     if active is not None:
         return active
     builder = SparkSession.builder.appName(cfg.app_name)
-    # Under spark-submit the master comes from the command line; don't override it.
-    if not SparkConf().contains("spark.master"):
+    # Under spark-submit the master comes from the command line; don't override it. spark-submit starts
+    # the JVM first and hands Python its gateway (PYSPARK_GATEWAY_PORT); before that JVM is reached,
+    # SparkConf() here is an empty Python-side dict and cannot tell.
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    if not submitted and not SparkConf().contains("spark.master"):
         builder = builder.master(cfg.master)
     for key, value in {**BASE_CONF, **{k: str(v) for k, v in cfg.conf.items()}}.items():
         builder = builder.config(key, value)

@@ -15,6 +15,7 @@ from typing import Dict, Optional
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from jobs.fs import HadoopFS
 
@@ -46,6 +47,10 @@ class Stage:
         docs = self.spark.read.parquet(path)
         return docs.drop(*[c for c in BOOKKEEPING_COLUMNS if c in docs.columns])
 
+    def artifact_fingerprint(self) -> str:
+        """Identity of files the output depends on beyond the config (e.g. a model); '' when none."""
+        return ""
+
     def transform(self, docs: DataFrame) -> DataFrame:
         raise NotImplementedError
 
@@ -74,13 +79,20 @@ class Stage:
         """Stage-specific figures for _stats.json, computed from the written output."""
         return {}
 
-    def finalize(self, tmp_dir: str) -> None:
-        """Rename ``_outcome=X`` partitions to the run layout's ``kept/``, ``rejected/``, ``errors/``."""
+    def finalize(self, tmp_dir: str, schema: StructType) -> None:
+        """Rename ``_outcome=X`` partitions to the run layout's ``kept/``, ``rejected/``, ``errors/``.
+
+        ``kept/`` always exists, empty with the output schema when every row was dropped, so the next
+        stage (or a user) can read it.
+        """
         fs = HadoopFS(self.spark)
         for outcome, folder in OUTCOMES.items():
             part = f"{tmp_dir}/_outcome={outcome}"
             if fs.exists(part):
                 fs.rename(part, f"{tmp_dir}/{folder}")
+        if not fs.exists(f"{tmp_dir}/kept"):
+            empty = StructType([f for f in schema.fields if f.name != "_outcome"])
+            self.spark.createDataFrame([], empty).write.parquet(f"{tmp_dir}/kept")
 
 
 def is_complete(fs: HadoopFS, stage_dir: str, fingerprint: str) -> bool:
@@ -96,9 +108,10 @@ def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
     started = time.time()
     stage.spark.sparkContext.setJobGroup(stage.name, f"corpusmill stage {stage.name}")
     try:
-        stage.write(stage.transform(docs), tmp_dir)
+        out = stage.transform(docs)
+        stage.write(out, tmp_dir)
         counts = stage.count_outcomes(tmp_dir)
-        stage.finalize(tmp_dir)
+        stage.finalize(tmp_dir, out.schema)
         wall = time.time() - started
         records_out = sum(sum(reasons.values()) for reasons in counts.values())
         stats = {

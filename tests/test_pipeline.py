@@ -12,6 +12,7 @@ from jobs import config
 from jobs.cli import main
 from jobs.mix import MixStage
 from jobs.pipeline import run_pipeline
+from jobs.stage import Stage, run_stage
 
 SAMPLE = str(ROOT / "data" / "sample")
 STAGES = ["extract", "mix", "mindrecord"]
@@ -147,3 +148,24 @@ def test_spark_submit_runs_a_job_module_with_the_same_options(tmp_path):
         capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads((tmp_path / "submitted" / "extract" / "_stats.json").read_text())["kept"] == 1
+
+
+
+class RejectEverything(Stage):
+    """A stage for exercising the runner: drops every row with one reason."""
+    name = "mix"
+
+    def transform(self, docs):
+        from pyspark.sql import functions as F
+
+        return docs.withColumn("_outcome", F.lit("rejected")).withColumn("reject_rule", F.lit("everything"))
+
+
+def test_stage_that_drops_everything_still_writes_an_empty_kept(spark, cfg, tmp_path):
+    docs = spark.createDataFrame([("a", "http://x/a", "t"), ("b", "http://x/b", "u")], "id string, url string, text string")
+    stage_dir = str(tmp_path / "stage")
+    stats = run_stage(RejectEverything(spark, cfg), docs, stage_dir, "fp", records_in=2)
+    assert stats["kept"] == 0 and stats["rejected"] == {"everything": 2} and stats["reconciled"]
+    kept = spark.read.parquet(stage_dir + "/kept")
+    assert kept.count() == 0 and {"id", "url", "text"} <= set(kept.columns)
+    assert spark.read.parquet(stage_dir + "/rejected").count() == 2

@@ -7,8 +7,9 @@ from typing import Optional, Tuple
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import detect_encoding
+from resiliparse.parse.html import HTMLTree
 
-from udfs.boilerplate import drop_boilerplate_lines
+from udfs.boilerplate import drop_boilerplate_lines, furniture_selector
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 # Declared labels that browsers decode with a superset codec (WHATWG encoding standard).
@@ -63,13 +64,32 @@ def decode_html(payload: bytes, http_charset: Optional[str]) -> Tuple[Optional[s
     return None, None
 
 
+# resiliparse's main-content mode without comments, alt texts, list bullets, form fields, noscript.
+_MAIN_CONTENT = dict(main_content=True, alt_texts=False, links=False, list_bullets=False, comments=False,
+                     form_fields=False, noscript=False)
+# An extract this short after the element pass is checked against one without it (see below).
+SHORT_EXTRACT_CHARS = 500
+
+
 def extract_main_text(html: str, extractor: str = "resiliparse", boilerplate_filter: bool = True) -> str:
-    """Main content of a page as plain text, paragraphs separated by newlines."""
+    """Main content of a page as plain text, paragraphs separated by newlines.
+
+    resiliparse's main-content mode, with the boilerplate filter's element pass on the same parsed
+    tree and its line pass on the result (``udfs/boilerplate.py``).
+    """
     if extractor == "trafilatura":
         import trafilatura
 
         text = trafilatura.extract(html, include_comments=False, include_tables=True) or ""
-    else:
-        text = extract_plain_text(html, main_content=True, alt_texts=False, links=False,
-                                  list_bullets=False, comments=False, form_fields=False, noscript=False)
-    return drop_boilerplate_lines(text) if boilerplate_filter else text
+        return drop_boilerplate_lines(text) if boilerplate_filter else text
+    tree = HTMLTree.parse(html)
+    if not boilerplate_filter:
+        return extract_plain_text(tree, **_MAIN_CONTENT)
+    text = extract_plain_text(tree, skip_elements=[furniture_selector(html)], **_MAIN_CONTENT)
+    if len(text) < SHORT_EXTRACT_CHARS:
+        # Some pages name their content like furniture (a forum whose posts are "comments", report
+        # sections with an "ads" modifier); when the element pass took nearly everything, undo it.
+        without = extract_plain_text(tree, **_MAIN_CONTENT)
+        if len(without) > 3 * len(text):
+            text = without
+    return drop_boilerplate_lines(text)

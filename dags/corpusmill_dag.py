@@ -1,0 +1,76 @@
+"""Airflow DAG: the corpusmill pipeline for one crawl snapshot, one task per stage.
+
+Each task runs ``corpusmill run --stages <stage>`` with the same ``--output``/``--run``, so a task
+reads the previous stage's ``kept/`` and a retried (or cleared) task resumes: stages that finished
+with the same config are skipped, a half-written one is redone. Every task refreshes
+``<output>/<run>/report.html``. Relative paths are relative to ``$CORPUSMILL_HOME`` (default: the
+clone this file sits in, when it does).
+
+Parameters (trigger with ``--conf`` / the trigger form): ``input`` (WARC glob or folder), ``output``,
+``run`` (default: the DAG run id), ``config`` (YAML; empty = conf/local.yaml), ``corpusmill`` (the
+command, default ``$CORPUSMILL_BIN`` or ``corpusmill``: Airflow and corpusmill usually live in
+different environments). On a cluster set ``corpusmill`` to a wrapper that calls
+``spark-submit ... jobs/cli.py`` (README, "On a cluster").
+
+    airflow dags test corpusmill --conf '{"input": "/data/CC-MAIN-2026-48/*.warc.gz", "output": "/data/out"}'
+
+Works with Airflow 2.9+ and 3.x.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from datetime import datetime, timedelta
+
+try:  # Airflow 3
+    from airflow.providers.standard.operators.bash import BashOperator
+    from airflow.sdk import DAG, Param
+except ImportError:  # Airflow 2
+    from airflow import DAG
+    from airflow.models.param import Param
+    from airflow.operators.bash import BashOperator
+
+# Pipeline order; CORPUSMILL_STAGES (comma-separated) narrows it, e.g. to the stages a deployment runs.
+STAGE_ORDER = ["extract", "filter", "pii", "dedup", "score", "mix", "pack", "mindrecord"]
+STAGES = [s.strip() for s in os.environ.get("CORPUSMILL_STAGES", ",".join(STAGE_ORDER)).split(",") if s.strip()]
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLONE = os.path.dirname(HERE) if os.path.isdir(os.path.join(os.path.dirname(HERE), "jobs")) else None
+HOME = os.environ.get("CORPUSMILL_HOME") or CLONE
+
+# Run names become folder names: the run id of a manual run has ':' and '+', which Hadoop paths reject.
+RUN = "{{ params.run or (run_id | replace(':', '-') | replace('+', '-')) }}"
+COMMON = ("{{ params.corpusmill }} run --output {{ params.output | quote }} --run " + RUN + " "
+          "{% if params.config %}--config {{ params.config | quote }}{% endif %}")
+
+
+def stage_command(stage: str) -> str:
+    source = " --input {{ params.input | quote }}" if stage == "extract" else ""
+    return f"{COMMON} --stages {stage}{source}"
+
+
+with DAG(
+    dag_id="corpusmill",
+    description="WARC snapshot → filtered, deduplicated, scored, packed MindRecord shards",
+    start_date=datetime(2024, 1, 1),
+    schedule=None,
+    catchup=False,
+    max_active_runs=1,
+    default_args={"retries": 2, "retry_delay": timedelta(minutes=2), "retry_exponential_backoff": True},
+    params={
+        "input": Param("data/sample", type="string", description="WARC/ARC files, glob or folder"),
+        "output": Param("out", type="string", description="output root; the run goes to <output>/<run>/"),
+        "run": Param("", type="string", description="run name (default: the DAG run id)"),
+        "config": Param("", type="string", description="corpusmill YAML config (default conf/local.yaml)"),
+        "corpusmill": Param(os.environ.get("CORPUSMILL_BIN", "corpusmill"), type="string",
+                            description="the corpusmill command (or a spark-submit wrapper)"),
+    },
+    user_defined_filters={"quote": shlex.quote},
+    tags=["corpusmill"],
+) as dag:
+    previous = None
+    for name in STAGES:
+        task = BashOperator(task_id=name, bash_command=stage_command(name), cwd=HOME)
+        if previous is not None:
+            previous >> task
+        previous = task

@@ -1,0 +1,128 @@
+"""filter: language ID and heuristic quality rules over documents (seed 000 layer 2, seed 003).
+
+    spark-submit jobs/filter.py --input out/demo/extract/kept --run demo
+
+Every document passes once through ``udfs.filter.DocumentFilter`` inside an Arrow batch
+(``mapInArrow``): fastText LID, the quality signals, the rules. Kept and rejected rows both carry
+``lang``, ``lang_score`` and every signal (so a new threshold needs no recomputation); rejected rows
+carry the first failing rule in ``reject_rule`` and its measured value in ``reject_value`` (double),
+and ``failed_rules`` lists every rule a document fails. ``_stats.json`` gets, per rule, the documents
+it rejected first (``first_hit``) and would have rejected alone (``alone``), and the stage writes a
+deterministic sample of rejected documents per rule to ``<stage>/samples/<rule>.jsonl``.
+
+Documents in a language with an n-gram model also get ``perplexity``; a second pass
+(``jobs/perplexity.py``) cuts each language's perplexities of the kept documents at
+``perplexity.bucket_quantiles`` into CCNet's ``ppl_bucket`` (head / middle / tail) on every row, and
+``_stats.json`` records the cut-offs (``ppl_cutoffs``).
+"""
+from __future__ import annotations
+
+import json
+from typing import Iterator, Optional
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from jobs.config import ConfigError
+from jobs.fs import HadoopFS
+from jobs.perplexity import with_ppl_bucket
+from jobs.stage import Stage
+from udfs.filter import DocumentFilter
+from udfs.quality import SIGNALS
+
+_ARROW_KINDS = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+# The columns this stage adds (replacing same-named input columns), in output order.
+FILTER_FIELDS = pa.schema(
+    [("lang", pa.string()), ("lang_score", pa.float64())]
+    + [(name, _ARROW_KINDS[kind]) for name, kind in SIGNALS.items()]
+    + [("perplexity", pa.float64())]
+    + [("failed_rules", pa.list_(pa.string())), ("reject_rule", pa.string()), ("reject_value", pa.float64()),
+       ("error", pa.string()), ("_outcome", pa.string())])
+# What a spot-check sample shows of each rejected document.
+SAMPLE_COLUMNS = ["id", "url", "lang", "lang_score", "reject_rule", "reject_value", "failed_rules", "text"]
+_TOP_LANGUAGES = 50
+
+
+class FilterStage(Stage):
+    name = "filter"
+    ppl_cutoffs: dict = {}  # language -> perplexity cut-offs of ppl_bucket, set by transform
+    filtered: Optional[DataFrame] = None  # the persisted first pass, set by transform
+
+    def transform(self, docs: DataFrame) -> DataFrame:
+        if "text" not in docs.columns:
+            raise ConfigError("--input: the filter stage needs a 'text' column")
+        docs = docs.drop(*[c for c in FILTER_FIELDS.names + ["ppl_bucket"] if c in docs.columns])
+        settings = self.settings
+        out_fields = FILTER_FIELDS
+
+        def filter_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            doc_filter = DocumentFilter(settings)  # the LID model itself is cached per worker
+            for batch in batches:
+                columns = doc_filter.apply(batch.column("text").to_pylist())
+                added = [pa.array(columns[f.name], type=f.type) for f in out_fields]
+                yield pa.RecordBatch.from_arrays(batch.columns + added,
+                                                 names=batch.schema.names + out_fields.names)
+
+        schema = StructType(docs.schema.fields + from_arrow_schema(FILTER_FIELDS).fields)
+        # Persisted so the bucket cut-offs (an action) and the write share one pass of the filter;
+        # released in extra_stats, after the write.
+        self.filtered = docs.mapInArrow(filter_batches, schema).persist(StorageLevel.MEMORY_AND_DISK)
+        out, self.ppl_cutoffs = with_ppl_bucket(self.filtered, settings.perplexity,
+                                                reference=F.col("_outcome") == "kept")
+        return out
+
+    def extra_stats(self, stage_dir: str) -> dict:
+        if self.filtered is not None:
+            self.filtered.unpersist()
+        fs = HadoopFS(self.spark)
+        parts = [f"{stage_dir}/{d}" for d in ("kept", "rejected") if fs.exists(f"{stage_dir}/{d}")]
+        if not parts:
+            return {"rules": [], "languages": {}, "ppl_cutoffs": self.ppl_cutoffs}
+        written = self.spark.read.parquet(*parts)
+        first_hit = {r[0]: r[1] for r in written.groupBy("reject_rule").count().collect() if r[0]}
+        alone = {r[0]: r[1] for r in
+                 written.select(F.explode("failed_rules").alias("rule")).groupBy("rule").count().collect()}
+        languages = (written.groupBy("lang").count()
+                     .orderBy(F.desc("count"), "lang").limit(_TOP_LANGUAGES).collect())
+        stats = {
+            # In evaluation order: the funnel reads top to bottom.
+            "rules": [{"rule": name, "first_hit": first_hit.get(name, 0), "alone": alone.get(name, 0)}
+                      for name in self.settings.rule_names()],
+            "languages": {r["lang"] or "-": r["count"] for r in languages},
+            "ppl_cutoffs": self.ppl_cutoffs,
+        }
+        if fs.exists(f"{stage_dir}/rejected") and self.settings.samples_per_rule:
+            stats["samples"] = self.write_samples(fs, stage_dir)
+        return stats
+
+    def write_samples(self, fs: HadoopFS, stage_dir: str) -> dict:
+        """Up to ``samples_per_rule`` rejected documents per rule, chosen by a hash of the id (the
+        same documents on every run), as ``samples/<rule>.jsonl``; returns rule -> file."""
+        rejected = self.spark.read.parquet(f"{stage_dir}/rejected")
+        order = Window.partitionBy("reject_rule").orderBy("_hash", "id")
+        picked = (rejected.select("id", "reject_rule", F.xxhash64("id").alias("_hash"))
+                  .withColumn("_rank", F.row_number().over(order))
+                  .where(F.col("_rank") <= self.settings.samples_per_rule))
+        rows = (rejected.join(F.broadcast(picked), ["id", "reject_rule"])
+                .select(*SAMPLE_COLUMNS, "_hash").orderBy("reject_rule", "_hash", "id").collect())
+        by_rule: dict = {}
+        for row in rows:
+            record = {c: row[c] for c in SAMPLE_COLUMNS}
+            by_rule.setdefault(row["reject_rule"], []).append(json.dumps(record, ensure_ascii=False))
+        files = {}
+        for rule, lines in by_rule.items():
+            files[rule] = f"samples/{rule}.jsonl"
+            fs.write_text(f"{stage_dir}/{files[rule]}", "\n".join(lines) + "\n")
+        return files
+
+
+if __name__ == "__main__":
+    import sys
+
+    from jobs.cli import main_for_stage
+
+    sys.exit(main_for_stage("filter"))

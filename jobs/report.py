@@ -1,0 +1,395 @@
+"""The run report: ``<output>/<run>/report.html``, one self-contained page (inline SVG, no scripts, no network).
+
+Built from each stage's ``_stats.json`` plus a few small aggregations of the written outputs
+(length, score and language histograms, PII counts per type, samples of rejected documents). It
+reads whatever keys and columns exist, so a run with fewer stages, or a stage that reports fewer
+figures, still gets a report with the sections that apply.
+
+    corpusmill report --output out --run demo     # (re)write it for a finished or partial run
+"""
+from __future__ import annotations
+
+import time
+from html import escape
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from jobs import registry
+from jobs.fs import HadoopFS
+from jobs.report_svg import bar_chart, funnel_chart, histogram, paired_bar_chart
+from jobs.stage import STATS
+
+REPORT = "report.html"
+DROP_KINDS = ("rejected", "errors", "skipped")
+# Stages whose kept/ holds documents (one row per document, with text) rather than sequences or shards.
+DOCUMENT_STAGES = ("extract", "filter", "pii", "dedup", "score")
+SAMPLES_PER_REASON = 3
+EXCERPT_CHARS = 700
+SCORE_BINS = 20
+PRESAMPLE = 200  # rows per reason that reach the sort which picks the samples
+HASH_RANGE = 1_000_000
+LENGTH_SAMPLE = 2_000_000  # documents read for the length histogram at most (about)
+# Stats keys drawn elsewhere in the report; every other scalar figure goes into the stage's table.
+SHOWN_KEYS = {"stage", "fingerprint", "records_in", "kept", "rejected", "errors", "skipped", "wall_s",
+              "reconciled", "rules", "languages", "samples", "cluster_size_histogram", "mixture"}
+
+
+def write_report(spark: SparkSession, run_dir: str) -> str:
+    """Write ``<run_dir>/report.html`` and return its URI."""
+    fs = HadoopFS(spark)
+    run_dir = fs.qualify(run_dir.rstrip("/"))
+    facts = RunFacts.collect(spark, fs, run_dir)
+    target = f"{run_dir}/{REPORT}"
+    fs.write_text(target, render(facts))
+    return target
+
+
+class RunFacts:
+    """Everything the page shows, as plain Python values (rendering needs no Spark)."""
+
+    def __init__(self, run_dir: str, stats: Dict[str, dict]):
+        self.run_dir = run_dir
+        self.stats = stats
+        self.length_histogram: List[Tuple[str, int]] = []
+        self.length_stage: Optional[str] = None
+        self.length_sample = 1.0  # fraction of the documents the length histogram was computed on
+        self.score_histogram: List[Tuple[str, int]] = []
+        languages = stats.get("filter", {}).get("languages")
+        self.languages: Dict[str, int] = (
+            {str(k): int(v) for k, v in languages.items()} if isinstance(languages, dict) else {})
+        self.pii_counts: Dict[str, int] = {}
+        self.samples: Dict[str, List[dict]] = {}
+
+    @classmethod
+    def collect(cls, spark: SparkSession, fs: HadoopFS, run_dir: str) -> "RunFacts":
+        stats = {name: fs.read_json(f"{run_dir}/{name}/{STATS}") for name in registry.STAGE_ORDER
+                 if fs.exists(f"{run_dir}/{name}/{STATS}")}
+        facts = cls(run_dir, stats)
+
+        def read(stage: str, *outcomes: str) -> Optional[DataFrame]:
+            parts = [f"{run_dir}/{stage}/{o}" for o in outcomes if fs.exists(f"{run_dir}/{stage}/{o}")]
+            return spark.read.parquet(*parts) if parts else None
+
+        document_stages = [s for s in DOCUMENT_STAGES if s in stats]
+        if document_stages:
+            facts.length_stage = document_stages[-1]
+            kept = read(facts.length_stage, "kept")
+            if kept is not None and "text" in kept.columns:
+                # Lengths need the text column: on a large run, a deterministic sample is read instead.
+                kept_rows = int(stats[facts.length_stage].get("kept") or 0)
+                if kept_rows > LENGTH_SAMPLE:
+                    facts.length_sample = LENGTH_SAMPLE / kept_rows
+                    kept = kept.sample(False, facts.length_sample, seed=0)
+                facts.length_histogram = length_histogram(kept)
+        scored = read("score", "kept", "rejected")
+        if scored is not None and "quality_score" in scored.columns:
+            facts.score_histogram = score_histogram(scored)
+        if not facts.languages:
+            filtered = read("filter", "kept", "rejected")
+            if filtered is not None and "lang" in filtered.columns:
+                facts.languages = top_counts(filtered, "lang")
+        replaced = stats.get("pii", {}).get("pii_replaced")
+        if isinstance(replaced, dict):
+            facts.pii_counts = {str(k): int(v) for k, v in replaced.items()}
+        else:
+            pii = read("pii", "kept", "rejected")
+            if pii is not None and "pii" in pii.columns:
+                facts.pii_counts = pii_counts(pii)
+        for stage in stats:
+            rejected = read(stage, "rejected")
+            if rejected is not None:
+                facts.samples[stage] = rejected_samples(rejected, stats[stage].get("rejected"))
+        return facts
+
+
+def length_histogram(docs: DataFrame) -> List[Tuple[str, int]]:
+    """Documents per power-of-two length bin (characters): web text lengths span five decades."""
+    bins = docs.select(F.floor(F.log2(F.greatest(F.length("text"), F.lit(1)))).cast("int").alias("b"))
+    counts = {r["b"]: r["count"] for r in bins.groupBy("b").count().collect()}
+    if not counts:
+        return []
+    return [(_short(2 ** b), counts.get(b, 0)) for b in range(min(counts), max(counts) + 1)]
+
+
+def score_histogram(docs: DataFrame) -> List[Tuple[str, int]]:
+    """Documents per quality-score bin over [0, 1]; unscored rows (null or negative) are left out."""
+    score = F.col("quality_score")
+    bins = (docs.where(score.isNotNull() & (score >= 0))
+            .select(F.least(F.floor(score * SCORE_BINS), F.lit(SCORE_BINS - 1)).cast("int").alias("b")))
+    counts = {r["b"]: r["count"] for r in bins.groupBy("b").count().collect()}
+    if not counts:
+        return []
+    return [(f"{b / SCORE_BINS:.2f}", counts.get(b, 0)) for b in range(SCORE_BINS)]
+
+
+def top_counts(docs: DataFrame, column: str, limit: int = 20) -> Dict[str, int]:
+    rows = docs.groupBy(column).count().orderBy(F.desc("count"), column).limit(limit).collect()
+    return {str(r[column]) if r[column] is not None else "-": int(r["count"]) for r in rows}
+
+
+def pii_counts(docs: DataFrame) -> Dict[str, int]:
+    """Total replacements per PII type from the ``pii`` map column (type → count per document)."""
+    exploded = docs.select(F.explode("pii").alias("type", "n"))
+    rows = exploded.groupBy("type").agg(F.sum("n").alias("n")).orderBy(F.desc("n"), "type").collect()
+    return {r["type"]: int(r["n"] or 0) for r in rows}
+
+
+def rejected_samples(rejected: DataFrame, counts: Optional[Dict[str, int]] = None) -> List[dict]:
+    """A few rejected documents per reason, chosen by a hash of the id (the same ones every time).
+
+    With the per-reason ``counts`` (from _stats.json), rows are first thinned by the same hash to about
+    ``PRESAMPLE`` per reason, so a reason with millions of rows never goes through one sort."""
+    reason = F.coalesce(F.col("reject_rule").cast("string"), F.lit("-")) if "reject_rule" in rejected.columns \
+        else F.lit("-")  # null reasons are counted as "-" in _stats.json
+    if counts:
+        keep = F.lit(False)
+        for name, n in counts.items():
+            threshold = int(HASH_RANGE * min(1.0, PRESAMPLE / max(int(n), 1)))
+            keep = keep | ((reason == name) & (F.pmod(F.xxhash64("id"), F.lit(HASH_RANGE)) < threshold))
+        rejected = rejected.where(keep)
+    extra = [c for c in ("url", "reject_value", "survivor_id", "quality_score") if c in rejected.columns]
+    text = F.substring("text", 1, EXCERPT_CHARS) if "text" in rejected.columns else F.lit("")
+    chars = F.length("text") if "text" in rejected.columns else F.lit(0)
+    order = Window.partitionBy("reason").orderBy("_hash", "id")
+    picked = (rejected.select(F.col("id"), reason.alias("reason"), *extra,
+                              text.alias("text"), chars.alias("chars"), F.xxhash64("id").alias("_hash"))
+              .withColumn("_rank", F.row_number().over(order))
+              .where(F.col("_rank") <= SAMPLES_PER_REASON)
+              .orderBy("reason", "_rank"))
+    return [{k: v for k, v in row.asDict().items() if k not in ("_hash", "_rank")} for row in picked.collect()]
+
+
+def _short(n: float) -> str:
+    for unit, size in (("M", 1_000_000), ("k", 1_000)):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return str(int(n))
+
+
+def _num(value) -> str:
+    if isinstance(value, bool) or value is None:
+        return escape(str(value))
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return escape(str(value))
+
+
+def drops_of(stats: dict) -> List[Tuple[str, int]]:
+    """Every reason a stage dropped records, largest first, prefixed with its kind unless rejected."""
+    drops = []
+    for kind in DROP_KINDS:
+        reasons = stats.get(kind) or {}
+        if isinstance(reasons, dict):
+            for reason, n in reasons.items():
+                drops.append((reason if kind == "rejected" else f"{kind}: {reason}", int(n)))
+    return sorted(drops, key=lambda d: -d[1])
+
+
+# ---------------------------------------------------------------- rendering
+
+STYLE = """
+body{font-family:system-ui,sans-serif;margin:24px auto;max-width:980px;color:#222;line-height:1.4}
+h1{font-size:24px;margin-bottom:4px} h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:32px}
+h3{font-size:15px;margin:18px 0 6px} .meta{color:#666;font-size:13px}
+.cards{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}
+.card{border:1px solid #ddd;border-radius:6px;padding:10px 14px;min-width:140px}
+.card b{display:block;font-size:20px} .card span{color:#666;font-size:12px}
+table{border-collapse:collapse;font-size:13px;margin:8px 0} td,th{border-bottom:1px solid #eee;padding:3px 10px;text-align:left}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums} tr.total td{font-weight:600;border-top:1px solid #999}
+.warn{color:#b8423a;font-weight:600} .sample{border-left:3px solid #d9822b;padding:4px 10px;margin:8px 0;background:#fafafa}
+.sample pre{white-space:pre-wrap;font-size:12px;max-height:9em;overflow:auto;margin:4px 0}
+.sample .head{font-size:12px;color:#555;word-break:break-all}
+"""
+
+
+def render(facts: RunFacts) -> str:
+    run = facts.run_dir.rstrip("/").rsplit("/", 1)[-1]
+    sections = [_overview(facts), _funnel(facts), _filter_rules(facts), _distributions(facts), _pii(facts),
+                _dedup(facts), _mixture(facts), _wall_time(facts), _stage_figures(facts), _samples(facts)]
+    generated = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width,initial-scale=1">'
+            f"<title>corpusmill run {escape(run)}</title><style>{STYLE}</style></head><body>"
+            f"<h1>corpusmill run <code>{escape(run)}</code></h1>"
+            f'<div class="meta">{escape(facts.run_dir)} · generated {generated} · stages: '
+            f'{escape(", ".join(facts.stats) or "none finished")}</div>'
+            f'{"".join(s for s in sections if s)}</body></html>\n')
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence], numeric_from: int = 1, total: Optional[Sequence] = None) -> str:
+    def cells(row, tag="td"):
+        return "".join(f'<{tag}{" class=n" if i >= numeric_from else ""}>{_num(v)}</{tag}>' for i, v in enumerate(row))
+    body = "".join(f"<tr>{cells(r)}</tr>" for r in rows)
+    if total:
+        body += f'<tr class="total">{cells(total)}</tr>'
+    return f"<table><tr>{cells(header, 'th')}</tr>{body}</table>"
+
+
+def _overview(facts: RunFacts) -> str:
+    stats = facts.stats
+    cards = []
+    if "extract" in stats:
+        cards.append(("WARC records read", stats["extract"].get("records_in")))
+        cards.append(("documents extracted", stats["extract"].get("kept")))
+    if facts.length_stage and facts.length_stage != "extract":
+        cards.append((f"documents after {facts.length_stage}", stats[facts.length_stage].get("kept")))
+    pack = stats.get("pack", {})
+    for key, label in (("tokens", "packed tokens"), ("sequences", "packed sequences"),
+                       ("packing_efficiency", "packing efficiency")):
+        if isinstance(pack.get(key), (int, float)):
+            cards.append((label, pack[key]))
+    shards = stats.get("mindrecord", {}).get("shards")
+    if isinstance(shards, list):
+        cards.append(("MindRecord shards", len(shards)))
+        cards.append(("MindRecord rows", stats["mindrecord"].get("kept")))
+    total_wall = sum(float(s.get("wall_s") or 0) for s in stats.values())
+    cards.append(("stage wall time", f"{total_wall:.1f} s"))
+    unreconciled = [name for name, s in stats.items() if s.get("reconciled") is False]
+    warning = (f'<p class="warn">Counts do not reconcile in: {escape(", ".join(unreconciled))}</p>'
+               if unreconciled else "")
+    return '<div class="cards">' + "".join(
+        f"<div class=card><b>{_num(v)}</b><span>{escape(label)}</span></div>" for label, v in cards
+        if v is not None) + f"</div>{warning}"
+
+
+def _funnel(facts: RunFacts) -> str:
+    if not facts.stats:
+        return "<p>No finished stage in this run yet.</p>"
+    bars, rows = [], []
+    for name, stats in facts.stats.items():
+        records_in = int(stats.get("records_in") or 0)
+        drops = drops_of(stats)
+        bars.append((name, records_in, drops))
+        rows.append((name, "records in", records_in, ""))
+        for reason, n in drops:
+            rows.append(("", reason, -n, f"{100 * n / records_in:.1f} %" if records_in else ""))
+        rows.append(("", "kept", int(stats.get("kept") or 0),
+                     f"{100 * int(stats.get('kept') or 0) / records_in:.1f} %" if records_in else ""))
+    pack = facts.stats.get("pack", {})
+    if isinstance(pack.get("tokens"), int):
+        rows.append(("pack", "tokens in packed sequences", pack["tokens"], ""))
+    return ("<h2>Funnel: from WARC records to kept documents</h2>"
+            "<p>Each bar is a stage's input: the kept part in green, every reason a record was dropped in "
+            "its own colour (hover for counts).</p>"
+            + funnel_chart(bars, "records per stage by outcome")
+            + _table(("stage", "outcome / reason", "records", "share of stage input"), rows, numeric_from=2))
+
+
+def _filter_rules(facts: RunFacts) -> str:
+    rules = facts.stats.get("filter", {}).get("rules")
+    rejected = {}
+    for name, stats in facts.stats.items():
+        for reason, n in (stats.get("rejected") or {}).items():
+            rejected[f"{name}: {reason}"] = int(n)
+    if isinstance(rules, list) and rules and all(isinstance(r, dict) for r in rules):
+        # The chart shows the rules that fired; the table lists every rule, in evaluation order.
+        items = [(r.get("rule", "?"), int(r.get("first_hit") or 0)) for r in rules if r.get("first_hit")]
+        table = _table(("rule (evaluation order)", "rejected (first rule hit)", "would reject alone"),
+                       [(r.get("rule", "?"), r.get("first_hit", 0), r.get("alone", "")) for r in rules])
+        chart = bar_chart(items, "filter rejections per rule (first rule hit)", colour="#b8423a") if items else ""
+        return "<h2>Rejections per rule</h2>" + chart + table
+    if rejected:
+        items = sorted(rejected.items(), key=lambda kv: -kv[1])
+        return "<h2>Rejections per rule</h2>" + bar_chart(items, "rejections per stage and rule", colour="#b8423a")
+    return ""
+
+
+def _distributions(facts: RunFacts) -> str:
+    parts = []
+    if facts.length_histogram:
+        sampled = f", a {facts.length_sample:.2%} sample" if facts.length_sample < 1 else ""
+        parts.append(f"<h3>Document length (characters, log scale), kept after {escape(facts.length_stage)}"
+                     f"{sampled}</h3>"
+                     + histogram(facts.length_histogram, "document length histogram", "characters (bin start)"))
+    if facts.score_histogram:
+        threshold = facts.stats.get("score", {}).get("threshold")
+        cut = f", threshold {_num(threshold)}" if isinstance(threshold, (int, float)) else ""
+        parts.append(f"<h3>Quality score (kept and rejected by the threshold{cut})</h3>"
+                     + histogram(facts.score_histogram, "quality score histogram", "quality score", colour="#7d5ba6"))
+    if facts.languages:
+        items = sorted(facts.languages.items(), key=lambda kv: -kv[1])[:20]
+        parts.append("<h3>Languages (top 20, filter input)</h3>"
+                     + bar_chart(items, "documents per language", colour="#2aa3b5", label_width=80))
+    return "<h2>Distributions</h2>" + "".join(parts) if parts else ""
+
+
+def _pii(facts: RunFacts) -> str:
+    if not facts.pii_counts:
+        return ""
+    items = sorted(facts.pii_counts.items(), key=lambda kv: -kv[1])
+    return ("<h2>PII replaced, per type</h2>"
+            + bar_chart(items, "PII replacements per type", colour="#d9822b", label_width=160))
+
+
+def _dedup(facts: RunFacts) -> str:
+    sizes = facts.stats.get("dedup", {}).get("cluster_size_histogram")
+    if not isinstance(sizes, dict) or not sizes:
+        return ""
+    items = sorted(((str(k), int(v)) for k, v in sizes.items()), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0)
+    clusters = facts.stats["dedup"].get("clusters", sum(v for _, v in items))
+    return (f"<h2>Duplicate clusters by size</h2><p>{_num(clusters)} clusters of two or more documents; "
+            "one survivor is kept per cluster.</p>"
+            + histogram(items, "duplicate cluster sizes", "documents in the cluster", colour="#8c6d46"))
+
+
+def _mixture(facts: RunFacts) -> str:
+    mixture = facts.stats.get("mix", {}).get("mixture")
+    if not isinstance(mixture, dict) or not isinstance(mixture.get("target"), dict):
+        return ""
+    target = mixture["target"]
+    achieved = mixture.get("achieved") or {}
+    series = [("target", [float(target.get(d) or 0) for d in target]),
+              ("achieved (mix, estimated tokens)", [float(achieved.get(d) or 0) for d in target])]
+    exact = facts.stats.get("pack", {}).get("mixture_exact")
+    if isinstance(exact, dict):
+        series.append(("achieved (pack, exact tokens)", [float(exact.get(d) or 0) for d in target]))
+    domains = facts.stats["mix"].get("domains")
+    table = ""
+    if isinstance(domains, dict):
+        keys = [k for k in ("available_docs", "docs_out", "rows_out", "tokens_out", "planned_epochs", "max_epochs",
+                            "capped") if any(k in (d or {}) for d in domains.values())]
+        table = _table(("domain", *keys), [(name, *[(d or {}).get(k, "") for k in keys]) for name, d in domains.items()])
+    return ("<h2>Domain mixture: target vs achieved</h2>"
+            + paired_bar_chart(list(target), series, "domain weights, target vs achieved") + table)
+
+
+def _wall_time(facts: RunFacts) -> str:
+    items = [(name, float(s.get("wall_s") or 0)) for name, s in facts.stats.items()]
+    if not items:
+        return ""
+    return ("<h2>Wall time per stage</h2>"
+            + bar_chart(items, "wall time per stage", unit=" s", colour="#6f7a82", label_width=110))
+
+
+def _stage_figures(facts: RunFacts) -> str:
+    parts = []
+    for name, stats in facts.stats.items():
+        rows = [(k, v) for k, v in sorted(stats.items())
+                if k not in SHOWN_KEYS and (v is None or isinstance(v, (int, float, str, bool)))]
+        if rows:
+            parts.append(f"<h3>{escape(name)}</h3>" + _table(("figure", "value"), rows))
+    return "<h2>Stage figures</h2>" + "".join(parts) if parts else ""
+
+
+def _samples(facts: RunFacts) -> str:
+    parts = []
+    for stage, samples in facts.samples.items():
+        if not samples:
+            continue
+        parts.append(f"<h3>{escape(stage)}</h3>")
+        for sample in samples:
+            head = " · ".join(f"{k}: {escape(str(sample[k]))}" for k in
+                              ("reason", "reject_value", "url", "id", "survivor_id", "quality_score", "chars")
+                              if sample.get(k) not in (None, ""))
+            parts.append(f'<div class="sample"><div class="head">{head}</div>'
+                         f'<pre>{escape(sample.get("text") or "(no text)")}</pre></div>')
+    if not parts:
+        return ""
+    return ("<h2>Spot-check: rejected documents</h2>"
+            f"<p>Up to {SAMPLES_PER_REASON} documents per stage and reason, picked by a hash of the id "
+            f"(the same documents on every run); text cut at {EXCERPT_CHARS} characters.</p>" + "".join(parts))
+

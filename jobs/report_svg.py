@@ -1,0 +1,128 @@
+"""Inline SVG charts for the run report: plain strings, no plotting library, no scripts, no network."""
+from __future__ import annotations
+
+from html import escape
+from typing import List, Sequence, Tuple
+
+PALETTE = ["#2f6db5", "#d9822b", "#3f9b5a", "#b8423a", "#7d5ba6", "#8c6d46", "#c75c9c", "#6f7a82",
+           "#a8a53a", "#2aa3b5", "#1b3f73", "#f2b66d", "#e38b84", "#b9a3d6", "#5b3a1e", "#80cdd8",
+           "#d4d27a", "#444444"]
+KEPT_COLOUR = "#3f9b5a"
+FONT = 'font-family="system-ui, sans-serif" font-size="12"'
+
+
+def _number(value: float) -> str:
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return f"{int(value):,}"
+
+
+def _svg(width: int, height: int, body: List[str], title: str) -> str:
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" {FONT}>'
+            f'<title>{escape(title)}</title>{"".join(body)}</svg>')
+
+
+def bar_chart(items: Sequence[Tuple[str, float]], title: str, unit: str = "",
+              colour: str = PALETTE[0], label_width: int = 220, width: int = 760) -> str:
+    """Horizontal bars, one per (label, value), with the value written after the bar."""
+    row = 22
+    height = row * len(items) + 10
+    top = max((v for _, v in items), default=0) or 1
+    plot = width - label_width - 90
+    body = []
+    for i, (label, value) in enumerate(items):
+        y = 5 + i * row
+        length = max(plot * value / top, 1 if value else 0)
+        body.append(f'<text x="{label_width - 6}" y="{y + 15}" text-anchor="end">{escape(str(label))}</text>'
+                    f'<rect x="{label_width}" y="{y + 3}" width="{length:.1f}" height="{row - 6}" fill="{colour}"/>'
+                    f'<text x="{label_width + length + 5:.1f}" y="{y + 15}">{_number(value)}{escape(unit)}</text>')
+    return _svg(width, height, body, title)
+
+
+def paired_bar_chart(labels: Sequence[str], series: Sequence[Tuple[str, Sequence[float]]], title: str,
+                     label_width: int = 160, width: int = 760, percent: bool = True) -> str:
+    """Bars side by side per label, e.g. target vs achieved weight per domain, with a legend."""
+    bar, gap = 12, 10
+    group = bar * len(series) + gap
+    height = 28 + group * len(labels)
+    top = max((v for _, values in series for v in values), default=0) or 1
+    plot = width - label_width - 80
+    body = []
+    x = label_width
+    for s, (name, _) in enumerate(series):
+        body.append(f'<rect x="{x}" y="4" width="12" height="12" fill="{PALETTE[s]}"/>'
+                    f'<text x="{x + 16}" y="15">{escape(name)}</text>')
+        x += 36 + 7 * len(name)  # about 7 px per character at 12 px
+    for i, label in enumerate(labels):
+        y = 26 + i * group
+        body.append(f'<text x="{label_width - 6}" y="{y + bar * len(series) / 2 + 4:.1f}" '
+                    f'text-anchor="end">{escape(str(label))}</text>')
+        for s, (_, values) in enumerate(series):
+            value = values[i]
+            length = plot * value / top
+            shown = f"{value * 100:.1f} %" if percent else _number(value)
+            body.append(f'<rect x="{label_width}" y="{y + s * bar}" width="{length:.1f}" height="{bar - 2}" '
+                        f'fill="{PALETTE[s]}"/><text x="{label_width + length + 4:.1f}" y="{y + s * bar + 9}" '
+                        f'font-size="10">{shown}</text>')
+    return _svg(width, height, body, title)
+
+
+def histogram(bins: Sequence[Tuple[str, float]], title: str, x_label: str,
+              colour: str = PALETTE[0], width: int = 760, height: int = 220) -> str:
+    """Vertical bars over ordered bins (label, count); labels thinned to stay readable."""
+    left, bottom, top_pad = 50, 40, 10
+    plot_w, plot_h = width - left - 10, height - bottom - top_pad
+    top = max((v for _, v in bins), default=0) or 1
+    step = plot_w / max(len(bins), 1)
+    every = max(1, round(len(bins) / 12))
+    body = [f'<line x1="{left}" y1="{top_pad + plot_h}" x2="{left + plot_w}" y2="{top_pad + plot_h}" stroke="#555"/>',
+            f'<text x="{left - 6}" y="{top_pad + 10}" text-anchor="end">{_number(top)}</text>',
+            f'<text x="{left - 6}" y="{top_pad + plot_h}" text-anchor="end">0</text>',
+            f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" text-anchor="middle">{escape(x_label)}</text>']
+    for i, (label, value) in enumerate(bins):
+        h = plot_h * value / top
+        x = left + i * step
+        body.append(f'<rect x="{x + 1:.1f}" y="{top_pad + plot_h - h:.1f}" width="{max(step - 2, 1):.1f}" '
+                    f'height="{h:.1f}" fill="{colour}"><title>{escape(str(label))}: {_number(value)}</title></rect>')
+        if i % every == 0:
+            body.append(f'<text x="{x + step / 2:.1f}" y="{top_pad + plot_h + 14}" text-anchor="middle" '
+                        f'font-size="10">{escape(str(label))}</text>')
+    return _svg(width, height, body, title)
+
+
+def funnel_chart(stages: Sequence[Tuple[str, int, Sequence[Tuple[str, int]]]], title: str,
+                 label_width: int = 110, width: int = 760) -> str:
+    """One bar per stage: records in, split into kept (green) and each drop reason (coloured)."""
+    row = 30
+    top = max((records_in for _, records_in, _ in stages), default=0) or 1
+    plot = width - label_width - 20
+    reasons: List[str] = []
+    for _, _, drops in stages:
+        reasons += [r for r, _ in drops if r not in reasons]
+    others = [c for c in PALETTE if c != KEPT_COLOUR]
+    colour = {r: others[i % len(others)] for i, r in enumerate(reasons)}
+    body = []
+    for i, (name, records_in, drops) in enumerate(stages):
+        y = 5 + i * row
+        kept = records_in - sum(n for _, n in drops)
+        body.append(f'<text x="{label_width - 6}" y="{y + 18}" text-anchor="end">{escape(name)}</text>')
+        x = float(label_width)
+        for reason, n, fill in [("kept", kept, KEPT_COLOUR)] + [(r, n, colour[r]) for r, n in drops]:
+            w = plot * n / top
+            if w <= 0:
+                continue
+            body.append(f'<rect x="{x:.1f}" y="{y + 4}" width="{w:.1f}" height="{row - 8}" fill="{fill}">'
+                        f'<title>{escape(name)} {escape(reason)}: {_number(n)}</title></rect>')
+            x += w
+        body.append(f'<text x="{label_width + 4}" y="{y + 18}" fill="#fff">{_number(kept)} kept</text>')
+    legend_y = 10 + len(stages) * row
+    legend = [("kept", KEPT_COLOUR)] + [(r, colour[r]) for r in reasons]
+    per_row = 3
+    for j, (reason, fill) in enumerate(legend):
+        x, y = label_width + (j % per_row) * 210, legend_y + (j // per_row) * 18
+        body.append(f'<rect x="{x}" y="{y}" width="12" height="12" fill="{fill}"/>'
+                    f'<text x="{x + 16}" y="{y + 11}">{escape(reason[:30])}</text>')
+    height = legend_y + 18 * ((len(legend) + per_row - 1) // per_row) + 6
+    return _svg(width, height, body, title)
+

@@ -1,0 +1,133 @@
+"""``python -m scoring_service {serve,train,evaluate,prepare-default}``."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional
+
+from scoring_service.artifacts import DEFAULT_MODEL_DIR
+
+
+def _serve(args) -> int:
+    from scoring_service.server import ServerConfig, resolve_token, serve
+
+    config = ServerConfig(model_dir=args.model, host=args.host, port=args.port, backend=args.backend,
+                          device=args.device, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
+                          max_queue_texts=args.max_queue_texts, max_request_texts=args.max_request_texts,
+                          max_request_bytes=args.max_request_bytes, max_text_bytes=args.max_text_bytes,
+                          max_connections=args.max_connections, token=resolve_token(args.token_file))
+    return serve(config, exit_with_parent=args.exit_with_parent)
+
+
+def _train(args) -> int:
+    from scoring_service.features import HashingSpec
+    from scoring_service.artifacts import NetShape
+    from scoring_service.train import TrainSettings, train
+
+    notes = None
+    if args.notes:
+        with open(args.notes, encoding="utf-8") as fh:
+            notes = fh.read()
+    train(args.positive, args.negative, args.out, args.name, args.version,
+          hashing=HashingSpec(buckets=args.buckets, max_chars=args.max_chars),
+          shape=NetShape(dim=args.dim, hidden=args.hidden),
+          settings=TrainSettings(epochs=args.epochs, patience=args.patience, batch_size=args.batch_size,
+                                 learning_rate=args.learning_rate, seed=args.seed),
+          eval_dir=args.eval_dir, notes=notes)
+    return 0
+
+
+def _evaluate(args) -> int:
+    import numpy as np
+
+    from scoring_service import metrics
+    from scoring_service.backend import TextScorer
+    from scoring_service.corpus import read_examples
+
+    scorer = TextScorer.load(args.model, device=args.device)
+    pos = [e.text for e in read_examples(args.positive)]
+    neg = [e.text for e in read_examples(args.negative)]
+    scores = scorer.score(pos + neg)
+    labels = np.r_[np.ones(len(pos)), np.zeros(len(neg))]
+    threshold = scorer.info.threshold if args.threshold is None else args.threshold
+    print(json.dumps(metrics.summary(labels, scores, threshold), indent=2))
+    return 0
+
+
+def _prepare_default(args) -> int:
+    from scoring_service.default_corpus import prepare
+
+    prepare(args.data, args.out)
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scoring_service",
+                                     description="MindSpore text-quality model: train, evaluate, serve.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the HTTP batch scoring service")
+    serve.add_argument("--model", default=DEFAULT_MODEL_DIR, help="model directory (default: the shipped model)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind; non-loopback requires a token")
+    serve.add_argument("--port", type=int, default=8808, help="port; 0 picks a free one (printed when ready)")
+    serve.add_argument("--backend", default="mindspore")
+    serve.add_argument("--device", default="CPU", help="CPU, GPU or Ascend")
+    serve.add_argument("--max-batch", type=int, default=512, help="texts merged into one forward pass")
+    serve.add_argument("--max-wait-ms", type=float, default=5.0, help="wait for more texts to fill a batch")
+    serve.add_argument("--max-queue-texts", type=int, default=16384, help="queued texts before 429")
+    serve.add_argument("--max-request-texts", type=int, default=4096)
+    serve.add_argument("--max-request-bytes", type=int, default=64 << 20)
+    serve.add_argument("--max-text-bytes", type=int, default=1 << 20)
+    serve.add_argument("--max-connections", type=int, default=64)
+    serve.add_argument("--token-file", help="file holding the bearer token (else $CORPUSMILL_SCORE_TOKEN)")
+    serve.add_argument("--exit-with-parent", action="store_true", help="stop when the parent process exits")
+    serve.set_defaults(run=_serve)
+
+    train = commands.add_parser("train", help="train a model; writes checkpoint, MindIR and model card")
+    train.add_argument("--positive", nargs="+", required=True, help="files/globs of good text (.txt/.jsonl/.parquet)")
+    train.add_argument("--negative", nargs="+", required=True, help="files/globs of low-quality text")
+    train.add_argument("--out", required=True, help="model directory to write")
+    train.add_argument("--name", default="corpusmill-quality")
+    train.add_argument("--version", default="1")
+    train.add_argument("--eval-dir", help="held-out sets <dir>/<name>/{positive,negative}.jsonl for the card")
+    train.add_argument("--notes", help="markdown appended to the model card (licences, limitations)")
+    train.add_argument("--buckets", type=int, default=1 << 15)
+    train.add_argument("--max-chars", type=int, default=2000)
+    train.add_argument("--dim", type=int, default=16)
+    train.add_argument("--hidden", type=int, default=32)
+    train.add_argument("--epochs", type=int, default=30)
+    train.add_argument("--patience", type=int, default=3)
+    train.add_argument("--batch-size", type=int, default=64)
+    train.add_argument("--learning-rate", type=float, default=3e-3)
+    train.add_argument("--seed", type=int, default=13)
+    train.set_defaults(run=_train)
+
+    evaluate = commands.add_parser("evaluate", help="AUC, precision and recall of a model on labelled texts")
+    evaluate.add_argument("--model", default=DEFAULT_MODEL_DIR)
+    evaluate.add_argument("--positive", nargs="+", required=True)
+    evaluate.add_argument("--negative", nargs="+", required=True)
+    evaluate.add_argument("--threshold", type=float, help="default: the model's own threshold")
+    evaluate.add_argument("--device", default="CPU")
+    evaluate.set_defaults(run=_evaluate)
+
+    prepare = commands.add_parser("prepare-default", help="build the shipped model's training and evaluation "
+                                                          "sets from the project's shared corpora")
+    prepare.add_argument("--data", default="../shared/data", help="the shared data folder")
+    prepare.add_argument("--out", default="bench/work/quality-data")
+    prepare.set_defaults(run=_prepare_default)
+
+    args = parser.parse_args(argv)
+    code = args.run(args)
+    if args.command == "serve":
+        # Everything is answered and closed; skip MindSpore's interpreter teardown (seconds), so
+        # that a graceful stop is quick.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

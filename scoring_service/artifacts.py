@@ -1,0 +1,65 @@
+"""A trained model on disk, readable without MindSpore (clients, the driver and the CLI use this).
+
+A model directory holds::
+
+    model.json      name, version, hashing spec, network shape, threshold, metrics
+    model.ckpt      MindSpore checkpoint (for fine-tuning, or loading without MindIR)
+    model.mindir    the exported inference graph: inputs content, lines, layout, each
+                    Tensor(shape=[None, None], int32)
+    MODEL_CARD.md   data sources and licences, counts, held-out metrics, P-R curve
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+from scoring_service.features import HashingSpec
+
+MODEL_JSON, CHECKPOINT, MINDIR, CARD = "model.json", "model.ckpt", "model.mindir", "MODEL_CARD.md"
+DEFAULT_MODEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "default")
+
+
+@dataclass(frozen=True)
+class NetShape:
+    dim: int = 16
+    hidden: int = 32
+    dropout: float = 0.1
+    # Share of training examples whose content bag is hidden, so that the layout bags must carry
+    # the decision on their own (what the model falls back on for scripts it has seen little of).
+    content_dropout: float = 0.25
+
+
+@dataclass
+class ModelInfo:
+    """``model.json``: everything needed to hash text and read the network back."""
+
+    name: str
+    version: str
+    hashing: HashingSpec
+    shape: NetShape
+    threshold: float = 0.5
+    metrics: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "version": self.version, "hashing": self.hashing.to_dict(),
+                "shape": asdict(self.shape), "threshold": self.threshold, "metrics": self.metrics}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ModelInfo":
+        return cls(name=data["name"], version=str(data["version"]),
+                   hashing=HashingSpec.from_dict(data["hashing"]), shape=NetShape(**data["shape"]),
+                   threshold=float(data["threshold"]), metrics=data.get("metrics", {}))
+
+
+def read_info(model_dir: str) -> ModelInfo:
+    path = os.path.join(model_dir, MODEL_JSON)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{model_dir}: not a model directory (no {MODEL_JSON})")
+    with open(path, encoding="utf-8") as fh:
+        return ModelInfo.from_dict(json.load(fh))
+
+
+def write_info(model_dir: str, info: ModelInfo) -> None:
+    with open(os.path.join(model_dir, MODEL_JSON), "w", encoding="utf-8") as fh:
+        json.dump(info.to_dict(), fh, indent=2)

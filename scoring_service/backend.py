@@ -1,0 +1,105 @@
+"""Inference: text → score, with a seam between the hashing/batching and the runtime that runs the net.
+
+``TextScorer`` hashes texts (``features.py``) and runs them through a ``Backend`` in sub-batches of
+similar length whose padded size stays under a token budget, so one long document does not make a
+whole batch pay for its padding. A backend only maps the encoded batch (three ``int32`` matrices,
+``features.Encoded``) to ``float32 [batch]`` probabilities. ``MindSporeBackend`` is the one shipped: it loads the MindIR
+graph (or, failing that, the checkpoint into ``QualityNet``) on ``CPU``, ``GPU`` or ``Ascend``.
+Another runtime (MindSpore Lite, ONNX…) plugs in by adding a class with ``predict`` to ``BACKENDS``.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Dict, Sequence, Type
+
+import numpy as np
+
+from scoring_service.artifacts import CHECKPOINT, MINDIR, ModelInfo, read_info
+from scoring_service.features import Encoded, FeatureHasher
+
+# Upper bound of ids (padded batch × length) per forward pass: ~32 MB of float32 embeddings at dim 16.
+MAX_BATCH_TOKENS = 1 << 19
+
+
+class Backend:
+    """Runs the network: ``predict(Encoded) -> float32 [B]``."""
+
+    def __init__(self, model_dir: str, info: ModelInfo, device: str):
+        self.model_dir, self.info, self.device = model_dir, info, device
+
+    def predict(self, batch: Encoded) -> np.ndarray:
+        raise NotImplementedError
+
+
+class MindSporeBackend(Backend):
+    """MindSpore graph mode; MindIR with dynamic shapes (one compiled graph for every batch shape)."""
+
+    def __init__(self, model_dir: str, info: ModelInfo, device: str = "CPU", fmt: str = "mindir"):
+        super().__init__(model_dir, info, device)
+        import mindspore as ms
+
+        from scoring_service.model import build_net, dynamic_inputs
+
+        self._ms = ms
+        ms.set_context(mode=ms.GRAPH_MODE, device_target=device)
+        mindir = os.path.join(model_dir, MINDIR)
+        if fmt == "mindir" and os.path.exists(mindir):
+            self.cell = ms.nn.GraphCell(ms.load(mindir))
+            self.loaded_from = MINDIR
+        else:
+            self.cell = build_net(info, os.path.join(model_dir, CHECKPOINT))
+            self.loaded_from = CHECKPOINT
+        self.cell.set_inputs(*dynamic_inputs())
+        # One forward pass at a time: the graph executor is not re-entrant.
+        self._lock = threading.Lock()
+
+    def predict(self, batch: Encoded) -> np.ndarray:
+        tensors = [self._ms.Tensor(np.ascontiguousarray(part, dtype=np.int32)) for part in batch]
+        with self._lock:
+            out = self.cell(*tensors)
+        return out.asnumpy().astype(np.float32).reshape(-1)
+
+
+BACKENDS: Dict[str, Type[Backend]] = {"mindspore": MindSporeBackend}
+
+
+class TextScorer:
+    """Texts → P(high quality), in length-sorted sub-batches under a padded-token budget.
+
+    An empty or whitespace-only text scores 0.
+    """
+
+    def __init__(self, backend: Backend, max_batch_tokens: int = MAX_BATCH_TOKENS):
+        self.backend = backend
+        self.info = backend.info
+        self.hasher = FeatureHasher(backend.info.hashing)
+        self.max_batch_tokens = max_batch_tokens
+
+    @classmethod
+    def load(cls, model_dir: str, backend: str = "mindspore", device: str = "CPU", **kwargs) -> "TextScorer":
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r} (available: {', '.join(BACKENDS)})")
+        return cls(BACKENDS[backend](model_dir, read_info(model_dir), device, **kwargs))
+
+    def score(self, texts: Sequence[str]) -> np.ndarray:
+        if not len(texts):
+            return np.zeros(0, dtype=np.float32)
+        batch = self.hasher.encode(texts)
+        lengths = (batch.content > 0).sum(axis=1)
+        line_counts = (batch.lines > 0).sum(axis=1)
+        order = np.argsort(lengths, kind="stable")
+        out = np.empty(len(texts), dtype=np.float32)
+        start = 0
+        while start < len(order):
+            # Grow the sub-batch while its padded size (rows × longest row) fits the budget.
+            stop = start + 1
+            while stop < len(order) and (stop + 1 - start) * max(lengths[order[stop]], 1) <= self.max_batch_tokens:
+                stop += 1
+            rows = order[start:stop]
+            part = Encoded(batch.content[rows, : max(int(lengths[rows].max()), 1)],
+                           batch.lines[rows, : max(int(line_counts[rows].max()), 1)], batch.layout[rows])
+            out[rows] = self.backend.predict(part)
+            start = stop
+        out[line_counts == 0] = 0.0  # no text (empty or whitespace only): no quality
+        return out

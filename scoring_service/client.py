@@ -1,0 +1,239 @@
+"""Client of the scoring service, and the local service process the pipeline starts when none is given.
+
+``ScoringClient`` keeps one HTTP/1.1 connection open (keep-alive), sends texts as Arrow IPC
+streams, and retries connection failures, timeouts, 429 and 5xx with exponential backoff and jitter
+(honouring ``Retry-After``). When the retries are spent it raises ``ScoringUnavailable`` naming the
+service, the attempts and the last error. A 4xx other than 429 is the caller's fault and is raised
+at once as ``ScoringRequestError``.
+
+``LocalService`` starts ``python -m scoring_service serve`` on a free loopback port, waits until
+it is ready, and stops it (SIGTERM, then SIGKILL) on exit; the service also exits by itself if
+this process dies.
+"""
+from __future__ import annotations
+
+import atexit
+import http.client
+import io
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import List, Optional, Sequence
+from urllib.parse import urlsplit
+
+import numpy as np
+import pyarrow as pa
+
+ARROW_STREAM = "application/vnd.apache.arrow.stream"
+RETRYABLE_STATUS = {429, 500, 502, 503, 504}
+
+
+class ScoringUnavailable(RuntimeError):
+    """The service could not be reached or kept failing after every retry."""
+
+
+class ScoringRequestError(RuntimeError):
+    """The service refused the request itself (4xx): retrying would not help."""
+
+
+class ScoringClient:
+    def __init__(self, url: str, timeout_s: float = 60.0, retries: int = 4, backoff_s: float = 0.5,
+                 backoff_max_s: float = 10.0, token: Optional[str] = None, batch_size: int = 256):
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(f"scoring service URL must be http://host:port, got {url!r}")
+        self.url = url.rstrip("/")
+        self.host, self.port = parts.hostname, parts.port or 80
+        self.timeout_s, self.retries = timeout_s, retries
+        self.backoff_s, self.backoff_max_s = backoff_s, backoff_max_s
+        self.token, self.batch_size = token, batch_size
+        self._conn: Optional[http.client.HTTPConnection] = None
+        self._text_chars: Optional[int] = None
+        self._request_texts = batch_size
+
+    # -- transport
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _request_once(self, method: str, path: str, body: Optional[bytes], content_type: Optional[str]):
+        headers = {"Connection": "keep-alive"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        conn = self._connection()
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException):
+            self.close()  # a broken keep-alive connection is replaced on the next attempt
+            raise
+        if response.getheader("Connection", "").lower() == "close":
+            self.close()
+        return response.status, response.getheader("Retry-After"), response.getheader("Content-Type", ""), data
+
+    def request(self, method: str, path: str, body: Optional[bytes] = None,
+                content_type: Optional[str] = None) -> bytes:
+        last_error = "no attempt made"
+        for attempt in range(self.retries + 1):
+            try:
+                status, retry_after, _, data = self._request_once(method, path, body, content_type)
+            except (OSError, http.client.HTTPException) as exc:
+                last_error = f"{type(exc).__name__}: {exc}"
+                retry_after = None
+            else:
+                if status == 200:
+                    return data
+                message = _error_text(data)
+                if status not in RETRYABLE_STATUS:
+                    raise ScoringRequestError(f"scoring service {self.url}{path} answered {status}: {message}")
+                last_error = f"HTTP {status}: {message}"
+            if attempt < self.retries:
+                time.sleep(self._backoff(attempt, retry_after))
+        attempts = self.retries + 1
+        raise ScoringUnavailable(f"scoring service {self.url} unavailable after {attempts} "
+                                 f"attempt{'s' if attempts > 1 else ''} ({path}): {last_error}")
+
+    def _backoff(self, attempt: int, retry_after: Optional[str]) -> float:
+        delay = min(self.backoff_max_s, self.backoff_s * (2 ** attempt)) * random.uniform(0.5, 1.0)
+        if retry_after:
+            try:
+                delay = max(delay, min(float(retry_after), self.backoff_max_s))
+            except ValueError:
+                pass
+        return delay
+
+    # -- API
+
+    def model_info(self) -> dict:
+        return json.loads(self.request("GET", "/v1/model"))
+
+    def score(self, texts: Sequence[str]) -> np.ndarray:
+        """Scores of ``texts`` (float32), in requests of at most ``batch_size`` texts (and of at most
+        what the service accepts)."""
+        if self._text_chars is None:
+            info = self.model_info()
+            # The model reads only a text's head: send no more than that (and never hit the size
+            # limit), in requests no larger than the service accepts.
+            self._text_chars = int(info["text_chars_used"])
+            limits = info["limits"]
+            self._request_texts = min(self.batch_size, int(limits["max_request_texts"]),
+                                      int(limits["max_queue_texts"]))
+        out = np.empty(len(texts), dtype=np.float32)
+        step = self._request_texts
+        for start in range(0, len(texts), step):
+            part = [("" if t is None else t)[: self._text_chars] for t in texts[start:start + step]]
+            out[start:start + len(part)] = self._score_request(part)
+        return out
+
+    def _score_request(self, texts: List[str]) -> np.ndarray:
+        table = pa.table({"text": pa.array(texts, type=pa.string())})
+        sink = io.BytesIO()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        data = self.request("POST", "/v1/score", sink.getvalue(), ARROW_STREAM)
+        scores = pa.ipc.open_stream(data).read_all().column("score").to_numpy()
+        if len(scores) != len(texts):
+            raise ScoringUnavailable(f"scoring service {self.url} returned {len(scores)} scores for {len(texts)} texts")
+        return scores.astype(np.float32)
+
+
+def _error_text(data: bytes) -> str:
+    try:
+        return str(json.loads(data).get("error", data[:200]))
+    except (ValueError, AttributeError):
+        return data[:200].decode("utf-8", "replace")
+
+
+class LocalService:
+    """``with LocalService(model_dir) as url:`` — a scoring service on a free loopback port."""
+
+    def __init__(self, model_dir: str, device: str = "CPU", startup_timeout_s: float = 180.0,
+                 extra_args: Sequence[str] = ()):
+        self.model_dir, self.device = model_dir, device
+        self.startup_timeout_s = startup_timeout_s
+        self.extra_args = list(extra_args)
+        self.process: Optional[subprocess.Popen] = None
+        self.url: Optional[str] = None
+        self._log = None
+
+    def start(self) -> str:
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        env.pop("CORPUSMILL_SCORE_TOKEN", None)  # loopback only; the embedded service needs none
+        self._log = tempfile.NamedTemporaryFile(prefix="scoring-service-", suffix=".log", delete=False)
+        cmd = [sys.executable, "-m", "scoring_service", "serve", "--model", self.model_dir,
+               "--host", "127.0.0.1", "--port", "0", "--device", self.device, "--exit-with-parent",
+               *self.extra_args]
+        self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._log, env=env, text=True)
+        atexit.register(self.stop)
+        self.url = self._wait_ready()
+        return self.url
+
+    def _wait_ready(self) -> str:
+        ready = threading.Event()
+        found: List[str] = []
+
+        def read_stdout():
+            # Keep reading after the ready line so that the child never blocks on a full pipe.
+            for line in self.process.stdout:
+                if not found and line.startswith("{") and '"ready"' in line:
+                    found.append(json.loads(line)["url"])
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=read_stdout, name="scoring-service-stdout", daemon=True).start()
+        ready.wait(self.startup_timeout_s)
+        if not found:
+            tail = self.log_tail()
+            self.stop()
+            raise ScoringUnavailable(f"local scoring service did not become ready within "
+                                     f"{self.startup_timeout_s:.0f} s; end of its log:\n{tail}")
+        return found[0]
+
+    def log_tail(self, lines: int = 20) -> str:
+        if not self._log:
+            return ""
+        with open(self._log.name, encoding="utf-8", errors="replace") as fh:
+            return "".join(fh.readlines()[-lines:])
+
+    def stop(self, grace_s: float = 15.0) -> None:
+        if self.process is None:
+            return
+        atexit.unregister(self.stop)
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.stdout:
+            self.process.stdout.close()
+        self.process = None
+        if self._log:
+            self._log.close()
+            os.unlink(self._log.name)
+            self._log = None
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,283 @@
+"""Text → model inputs, vectorised with numpy; the one encoder shared by training and serving.
+
+A batch of texts becomes three ``int32`` matrices (0 = padding), the model's three bags:
+
+* ``content [batch, length]`` — hashed character n-grams of the normalised text (this is how CJK
+  is covered: no word segmenter, and character n-grams also see punctuation and line breaks), word
+  unigrams and word bigrams (fastText's features).
+* ``lines [batch, lines]`` — the shape of every line (length bucket × how it ends) and of every pair
+  of adjacent lines: a menu is a run of short lines without sentence punctuation in any script.
+* ``layout [batch, LAYOUT_FEATURES]`` — document statistics in buckets: length, line count, mean
+  line length, the share of lines ending in sentence punctuation or in none, sentence and clause
+  punctuation per 100 units, digit and symbol shares.
+
+Lengths are counted in script-neutral units (a CJK character counts 3, about one word of Latin
+text), and CJK and full-width punctuation is mapped to ASCII, so ``lines`` and ``layout`` mean the
+same thing in Chinese as in English: the model can carry over what it learned about the layout of
+prose and of boilerplate to scripts it has little training text for.
+
+Every n-gram of the whole batch is hashed at once from one prefix-hash array of the concatenated
+code points; there is no Python loop over n-grams, only one normalisation call per text.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import List, NamedTuple, Sequence, Tuple
+
+import numpy as np
+
+_BOS, _EOS = "\x02", "\x03"  # text boundaries: n-grams like "\x02ho" or ".\x03" say how a text starts/ends
+_INLINE_SPACE = re.compile(r"[^\S\n]+")
+_LINE_BREAKS = re.compile(r" ?\n\s*")
+# Digits → 0 (dates, prices and counts share their n-grams); full-width and CJK punctuation → ASCII,
+# so that n-grams such as ".\n" or ", " learned on one script carry over to CJK text.
+_TRANSLATE = str.maketrans({
+    **{chr(c): "0" for c in range(0x31, 0x3A)},
+    **{chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)},
+    **{chr(c): "0" for c in range(0xFF10, 0xFF1A)},
+    "\u3002": ".", "\u3001": ",", "\uff61": ".", "\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'",
+    "\u300c": '"', "\u300d": '"', "\u300e": '"', "\u300f": '"', "\u300a": '"', "\u300b": '"',
+    "\u3010": "[", "\u3011": "]", "\u2026": "...",
+})
+
+
+def _codes(chars: str) -> np.ndarray:
+    return np.array([ord(c) for c in chars], dtype=np.uint64)
+
+
+_SENTENCE_END = _codes(".!?")
+_CLAUSE_END = _codes(",;:-\u2013\u2014")
+_CLOSERS = _codes("\"')]")
+_SYMBOLS = _codes("|/\\#@*=+_~^<>[]{}&%$\u00bb\u00ab\u203a\u2039\u2022\u00b7\u00a9\u00ae\u2122\u2192\u25b6\u25ba")
+
+_PRIME = np.uint64(0x100000001B3)  # odd, so invertible modulo 2**64
+_PRIME_INV = np.uint64(pow(int(_PRIME), -1, 1 << 64))
+_WORD_SALT = np.uint64(0x9E3779B97F4A7C15)
+
+# Line shapes: 11 log2 length buckets × 3 endings; ids 1..33 for a line, then pairs of lines.
+_LENGTH_BUCKETS, _ENDINGS = 11, 3
+_SHAPES = _LENGTH_BUCKETS * _ENDINGS
+_PAIR_BASE = 1 + _SHAPES
+# Layout: (name, bucket edges); each feature's bucket is one token of the layout bag.
+_LAYOUT_EDGES = (
+    ("log2_units", None),
+    ("log2_lines", None),
+    ("log2_mean_line_units", None),
+    ("sentence_end_line_share", (0.1, 0.3, 0.5, 0.7, 0.9)),
+    ("bare_line_share", (0.1, 0.3, 0.5, 0.7, 0.9)),
+    ("sentence_punct_per_100", (0.05, 0.2, 0.4, 0.7, 1.0, 1.5, 2.5, 4.0)),
+    ("clause_punct_per_100", (0.1, 0.4, 0.8, 1.5, 2.5, 4.0, 7.0)),
+    ("digit_share", (0.005, 0.02, 0.05, 0.1, 0.2, 0.4)),
+    ("symbol_share", (0.002, 0.01, 0.03, 0.06, 0.12, 0.25)),
+)
+LAYOUT_FEATURES = len(_LAYOUT_EDGES)
+_LAYOUT_BASE = _PAIR_BASE + _SHAPES * _SHAPES
+_LAYOUT_SLOTS = 16  # buckets per layout feature
+LAYOUT_VOCAB = _LAYOUT_BASE + LAYOUT_FEATURES * _LAYOUT_SLOTS
+
+
+@dataclass(frozen=True)
+class HashingSpec:
+    """Feature parameters; saved with a model so that serving hashes exactly as training did."""
+
+    buckets: int = 1 << 15
+    char_ngrams: Tuple[int, ...] = (2, 3, 4)
+    word_ngrams: int = 2
+    # Only the head of a document is read: enough to tell prose from boilerplate, bounded cost.
+    max_chars: int = 2000
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "HashingSpec":
+        return cls(**{**data, "char_ngrams": tuple(data["char_ngrams"])})
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "char_ngrams": list(self.char_ngrams)}
+
+
+class Encoded(NamedTuple):
+    content: np.ndarray
+    lines: np.ndarray
+    layout: np.ndarray
+
+
+def normalize(text: str, max_chars: int) -> str:
+    """Lower case, digits → 0, ASCII punctuation, runs of spaces → one space, line break runs → one newline.
+
+    Reads at most ``2 * max_chars`` characters of the input (clients may truncate there).
+    """
+    text = _INLINE_SPACE.sub(" ", text[: max_chars * 2]).strip()
+    text = _LINE_BREAKS.sub("\n", text)
+    return text[:max_chars].lower().translate(_TRANSLATE)
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser: spreads polynomial hashes evenly over the buckets."""
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def _is_cjk(cp: np.ndarray) -> np.ndarray:
+    """Han, kana, hangul and CJK punctuation: scripts written without spaces between words."""
+    return (((cp >= 0x2E80) & (cp <= 0x9FFF)) | ((cp >= 0xAC00) & (cp <= 0xD7AF))
+            | ((cp >= 0xF900) & (cp <= 0xFAFF)) | ((cp >= 0xFF00) & (cp <= 0xFFEF))
+            | ((cp >= 0x20000) & (cp <= 0x3FFFF)))
+
+
+def _pad(docs: np.ndarray, ids: np.ndarray, batch: int) -> np.ndarray:
+    order = np.argsort(docs, kind="stable")
+    docs, ids = docs[order], ids[order]
+    counts = np.bincount(docs, minlength=batch)
+    width = max(int(counts.max()) if batch else 0, 1)
+    out = np.zeros((batch, width), dtype=np.int32)
+    offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    out[docs, np.arange(len(docs)) - offsets[docs]] = ids
+    return out
+
+
+def _split(docs: np.ndarray, ids: np.ndarray, batch: int) -> List[np.ndarray]:
+    order = np.argsort(docs, kind="stable")
+    return np.split(ids[order], np.cumsum(np.bincount(docs, minlength=batch))[:-1])
+
+
+class FeatureHasher:
+    """Texts → ``Encoded`` bags. Stateless apart from a cache of powers of the hash base."""
+
+    def __init__(self, spec: HashingSpec):
+        self.spec = spec
+        self._powers = np.ones(1, dtype=np.uint64)
+        self._inverse_powers = np.ones(1, dtype=np.uint64)
+
+    def encode(self, texts: Sequence[str]) -> Encoded:
+        """Padded matrices for a batch (what the network takes)."""
+        (c_doc, c_ids), (l_doc, l_ids), layout = self._features(texts)
+        return Encoded(_pad(c_doc, c_ids, len(texts)), _pad(l_doc, l_ids, len(texts)), layout)
+
+    def encode_ragged(self, texts: Sequence[str]) -> List[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """One ``(content, lines, layout)`` triple of unpadded arrays per text (for training)."""
+        (c_doc, c_ids), (l_doc, l_ids), layout = self._features(texts)
+        n = len(texts)
+        return list(zip(_split(c_doc, c_ids, n), _split(l_doc, l_ids, n), list(layout)))
+
+    # -- internals
+
+    def _powers_upto(self, n: int) -> Tuple[np.ndarray, np.ndarray]:
+        if len(self._powers) < n:
+            size = max(n, 2 * len(self._powers))
+            with np.errstate(over="ignore"):
+                powers = np.cumprod(np.full(size, _PRIME, dtype=np.uint64))
+                inverse = np.cumprod(np.full(size, _PRIME_INV, dtype=np.uint64))
+            # Shift by one so that index i holds base**i (and its inverse).
+            self._powers = np.concatenate(([np.uint64(1)], powers[:-1]))
+            self._inverse_powers = np.concatenate(([np.uint64(1)], inverse[:-1]))
+        return self._powers[:n], self._inverse_powers[:n]
+
+    def _features(self, texts: Sequence[str]):
+        normed = [_BOS + normalize(t or "", self.spec.max_chars) + _EOS for t in texts]
+        joined = "".join(normed).encode("utf-32-le", "replace")
+        cp = np.frombuffer(joined, dtype=np.uint32).astype(np.uint64)
+        lengths = np.fromiter((len(t) for t in normed), dtype=np.int64, count=len(normed))
+        doc = np.repeat(np.arange(len(normed)), lengths)
+        line_doc, line_ids, layout = self._layout(cp, doc, len(normed))
+        return self._content(cp, doc), (line_doc, line_ids), layout
+
+    def _content(self, cp: np.ndarray, doc: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Flat ``(doc index, bucket id)`` of every character and word n-gram of the batch."""
+        spec, n = self.spec, len(cp)
+        powers, inverse = self._powers_upto(n + 1)
+        with np.errstate(over="ignore"):
+            prefix = np.zeros(n + 1, dtype=np.uint64)
+            np.cumsum((cp + np.uint64(1)) * powers[:n], out=prefix[1:])
+
+            def substring_hash(start: np.ndarray, length) -> np.ndarray:
+                # Position-independent: the same n-gram hashes the same wherever it occurs.
+                return (prefix[start + length] - prefix[start]) * inverse[start]
+
+            out_docs, out_hashes = [], []
+            for order in spec.char_ngrams:
+                start = np.arange(max(n - order + 1, 0))
+                start = start[doc[start] == doc[start + order - 1]]
+                out_docs.append(doc[start])
+                out_hashes.append(substring_hash(start, order) + np.uint64(order))
+
+            if spec.word_ngrams:
+                w_start, w_len = self._words(cp)
+                w_doc = doc[w_start]
+                w_hash = _mix(substring_hash(w_start, w_len) ^ _WORD_SALT)
+                out_docs.append(w_doc)
+                out_hashes.append(w_hash)
+                for order in range(2, spec.word_ngrams + 1):
+                    count = len(w_hash) - order + 1
+                    same = w_doc[order - 1:] == w_doc[:count]
+                    combined = w_hash[:count].copy()
+                    for k in range(1, order):
+                        combined = _mix(combined * _PRIME + w_hash[k: k + count])
+                    out_docs.append(w_doc[:count][same])
+                    out_hashes.append(combined[same])
+            hashes = _mix(np.concatenate(out_hashes))
+        buckets = (hashes % np.uint64(spec.buckets - 1)).astype(np.int32) + 1
+        return np.concatenate(out_docs), buckets
+
+    @staticmethod
+    def _words(cp: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Words: runs of non-space characters outside CJK; each CJK character is a word by itself."""
+        cjk = _is_cjk(cp)
+        space = (cp <= 0x20) | (cp == 0xA0)
+        word = ~space & ~cjk
+        prev = np.concatenate(([False], word[:-1]))
+        nxt = np.concatenate((word[1:], [False]))
+        starts = np.flatnonzero(word & ~prev)
+        ends = np.flatnonzero(word & ~nxt) + 1
+        cjk_pos = np.flatnonzero(cjk)
+        start = np.concatenate((starts, cjk_pos))
+        length = np.concatenate((ends - starts, np.ones(len(cjk_pos), dtype=np.int64)))
+        order = np.argsort(start, kind="stable")
+        return start[order], length[order]
+
+    @staticmethod
+    def _layout(cp: np.ndarray, doc: np.ndarray, batch: int):
+        """Line-shape tokens (flat ``doc``, ``id``) and the ``[batch, LAYOUT_FEATURES]`` layout ids."""
+        weight = 1 + 2 * _is_cjk(cp).astype(np.int64)
+        marker = (cp == 10) | (cp == 2) | (cp == 3)
+        units = np.concatenate(([0], np.cumsum(np.where(marker, 0, weight))))
+
+        sep = np.flatnonzero(marker)
+        opens = cp[sep[:-1]] != 3  # a line runs from a BOS or newline to the next marker
+        start, end = sep[:-1][opens] + 1, sep[1:][opens]
+        length = units[end] - units[start]
+        keep = length > 0
+        start, end, length = start[keep], end[keep], length[keep]
+        last = cp[end - 1]
+        last = np.where(np.isin(last, _CLOSERS) & (end - 2 >= start), cp[np.maximum(end - 2, start)], last)
+        ending = np.where(np.isin(last, _SENTENCE_END), 0, np.where(np.isin(last, _CLAUSE_END), 1, 2))
+        shape = np.minimum(np.log2(length).astype(np.int64), _LENGTH_BUCKETS - 1) * _ENDINGS + ending
+        line_doc = doc[start]
+        same = line_doc[1:] == line_doc[:-1]
+        pair = _PAIR_BASE + shape[:-1][same] * _SHAPES + shape[1:][same]
+        lines_doc = np.concatenate((line_doc, line_doc[1:][same]))
+        lines_ids = np.concatenate((1 + shape, pair)).astype(np.int32)
+
+        def per_doc(values_doc, weights=None):
+            return np.bincount(values_doc, weights=weights, minlength=batch).astype(np.float64)
+
+        total_units = per_doc(doc, np.where(marker, 0, weight))
+        n_lines = per_doc(line_doc)
+        per_100 = 100.0 / np.maximum(total_units, 1.0)
+        safe_lines = np.maximum(n_lines, 1.0)
+        values = (
+            np.log2(np.maximum(total_units, 1.0)),
+            np.log2(np.maximum(n_lines, 1.0)),
+            np.log2(np.maximum(total_units / safe_lines, 1.0)),
+            per_doc(line_doc, ending == 0) / safe_lines,
+            per_doc(line_doc, ending == 2) / safe_lines,
+            per_doc(doc[np.isin(cp, _SENTENCE_END)]) * per_100,
+            per_doc(doc[np.isin(cp, _CLAUSE_END)]) * per_100,
+            per_doc(doc[cp == 0x30]) * per_100 / 100.0,
+            per_doc(doc[np.isin(cp, _SYMBOLS)]) * per_100 / 100.0,
+        )
+        layout = np.empty((batch, LAYOUT_FEATURES), dtype=np.int32)
+        for k, ((_, edges), value) in enumerate(zip(_LAYOUT_EDGES, values)):
+            bucket = value.astype(np.int64) if edges is None else np.searchsorted(edges, value, side="right")
+            layout[:, k] = _LAYOUT_BASE + k * _LAYOUT_SLOTS + np.minimum(bucket, _LAYOUT_SLOTS - 1)
+        return lines_doc, lines_ids, layout

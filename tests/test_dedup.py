@@ -1,0 +1,202 @@
+"""The dedup stage in real local Spark: connected components, skew handling, and planted duplicates in
+real English (Wikipedia) and Chinese (People's Daily) text against exhaustive-Jaccard ground truth."""
+import math
+import random
+
+import pytest
+from pyspark.sql import functions as F
+
+from bench.dedup_corpus import (edit_chars, edit_words, expected_removed, peoples_daily_paragraphs,
+                                similar_pairs, wiki_paragraphs, with_boilerplate)
+from jobs import config
+from jobs.dedup import Checkpointer, DedupStage, connected_components, join_hot_safe
+from jobs.pipeline import run_pipeline
+from tests.conftest import shared
+
+DECISION = ["id", "cluster_id", "survivor_id", "reject_rule", "_outcome"]
+
+
+# ---------------------------------------------------------------- connected components
+
+def components(spark, edges):
+    df = spark.createDataFrame(edges, "src string, dst string")
+    result, rounds = connected_components(df, 40, Checkpointer(spark, ""))
+    return {r["id"]: r["root"] for r in result.collect()}, rounds
+
+
+GRAPH = (
+    [(f"c{i:02d}", f"c{i + 1:02d}") for i in range(9)]           # chain c00 - c01 - … - c09
+    + [("s9", f"s{i}") for i in range(1, 9)]                     # star centred on its largest id
+    + [("t3", "t1"), ("t1", "t2"), ("t2", "t3")]                 # triangle
+    + [("p2", "p1")]                                             # pair
+)
+EXPECTED = {**{f"c{i:02d}": "c00" for i in range(1, 10)}, **{f"s{i}": "s1" for i in range(2, 10)},
+            "t2": "t1", "t3": "t1", "p2": "p1"}
+
+
+def test_connected_components_of_known_graph(spark):
+    assert components(spark, GRAPH)[0] == EXPECTED
+
+
+def test_connected_components_converge_in_logarithmic_rounds(spark):
+    labels = [f"v{i:03d}" for i in range(128)]
+    random.Random(7).shuffle(labels)  # a path whose ids are in random order
+    result, rounds = components(spark, list(zip(labels, labels[1:])))
+    assert set(result.values()) == {"v000"} and len(result) == 127
+    assert rounds <= 2 * math.log2(128)
+
+
+def test_no_edges_means_no_components(spark):
+    assert components(spark, []) == ({}, 0)
+
+
+def test_join_hot_safe_spreads_a_hot_key_and_joins_like_a_plain_join(spark):
+    many = spark.createDataFrame([("hot", f"m{i}") for i in range(50)] + [("cold", "x")], "k string, v string")
+    one = many.groupBy("k").agg(F.count(F.lit(1)).alias("_n"), F.lit("payload").alias("p"))
+    joined = join_hot_safe(many, one, ["k"], spread_by="v", cap=4)
+    assert sorted(map(tuple, joined.select("k", "v", "p").collect())) == \
+        sorted(map(tuple, many.join(one.drop("_n"), "k").select("k", "v", "p").collect()))
+    # The hot key's rows were spread over ceil(50 / 4) = 13 salts, not sent to one task.
+    salted = many.withColumn("_salt", F.pmod(F.xxhash64("v"), F.lit(13))).where("k = 'hot'")
+    assert salted.select("_salt").distinct().count() > 8
+
+
+# ---------------------------------------------------------------- the stage on real text
+
+def planted_corpus():
+    """Real paragraphs with planted exact and near duplicates, distinct rewrites and a chain."""
+    rng = random.Random(11)
+    wiki = wiki_paragraphs(shared("corpora/en/enwiki-head-articles.xml"), min_words=80)[:60]
+    zh = peoples_daily_paragraphs(shared("corpora/zh/peoples-daily-1998-01.txt"), min_chars=150)[:30]
+    vocabulary = " ".join(wiki).split()
+    rows = [(f"en{i:03d}", t) for i, t in enumerate(wiki)] + [(f"zh{i:03d}", t) for i, t in enumerate(zh)]
+    for i in range(0, 24, 2):       # near duplicates: ~1 % word edits or a boilerplate line
+        edited = edit_words(wiki[i], 0.01, rng, vocabulary) if i % 4 else with_boilerplate(wiki[i], rng)
+        rows.append((f"en{i:03d}-near", edited))
+    for i in range(1, 12, 2):       # rewritten far beyond the threshold: must stay
+        rows.append((f"en{i:03d}-far", edit_words(wiki[i], 0.3, rng, vocabulary)))
+    for i in range(3, 9):           # exact duplicates up to case and spacing
+        rows.append((f"en{i:03d}-copy", "  " + wiki[i].upper()))
+    for i in range(0, 12, 2):       # Chinese near duplicates: ~1 % characters edited
+        rows.append((f"zh{i:03d}-near", edit_chars(zh[i], 0.01, rng)))
+    rows.append(("zh001-copy", zh[1] + " "))
+    # A chain: A ~ B and B ~ C above the threshold, A and C below it.
+    words = wiki[40].split()
+    half = len(words) // 2
+    b = words[:half] + edit_words(" ".join(words[half:]), 0.03, rng, vocabulary).split()
+    c = edit_words(" ".join(b[:half]), 0.03, rng, vocabulary).split() + b[half:]
+    rows += [("en040-chain-b", " ".join(b)), ("en040-chain-c", " ".join(c))]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def planted(spark, tmp_path_factory):
+    rows = planted_corpus()
+    base = tmp_path_factory.mktemp("dedup")
+    spark.createDataFrame([(i, f"https://example.org/{i}", t) for i, t in rows], "id string, url string, text string") \
+        .repartition(3).write.parquet(str(base / "input"))
+    cfg = config.load()
+    stats = run_pipeline(spark, cfg, [str(base / "input")], ["dedup"], str(base / "out"), "r", echo=lambda _: None)[0]
+    stage_dir = base / "out" / "r" / "dedup"
+    out = spark.read.parquet(str(stage_dir / "kept")).withColumn("_outcome", F.lit("kept")).unionByName(
+        spark.read.parquet(str(stage_dir / "rejected")).withColumn("_outcome", F.lit("rejected")))
+    return {"rows": rows, "stats": stats, "out": out, "input": str(base / "input"), "cfg": cfg,
+            "decisions": sorted(map(tuple, out.select(*DECISION).collect()))}
+
+
+def test_planted_duplicates_match_exhaustive_jaccard_ground_truth(planted):
+    ids, texts = zip(*planted["rows"])
+    removed = {r[0] for r in planted["decisions"] if r[4] == "rejected"}
+    truth = expected_removed(ids, texts, 0.8)
+    assert {i for i in truth if "-near" in i} == {i for i, _ in planted["rows"] if "-near" in i}
+    assert removed == truth
+
+
+def test_distinct_rewrites_and_originals_are_kept(planted):
+    kept = {r[0] for r in planted["decisions"] if r[4] == "kept"}
+    assert {i for i, _ in planted["rows"] if i.endswith("-far")} <= kept
+    assert {i for i, _ in planted["rows"] if "-" not in i} <= kept
+
+
+def test_chain_collapses_to_one_cluster(planted):
+    ids, texts = zip(*planted["rows"])
+    chain = {"en040", "en040-chain-b", "en040-chain-c"}
+    sims = {frozenset(p[:2]): p[2] for p in similar_pairs(ids, texts, 0.0) if set(p[:2]) <= chain}
+    assert sims[frozenset({"en040", "en040-chain-b"})] >= 0.8 <= sims[frozenset({"en040-chain-b", "en040-chain-c"})]
+    assert sims.get(frozenset({"en040", "en040-chain-c"}), 0) < 0.8
+    by_id = {r[0]: r for r in planted["decisions"]}
+    assert {by_id[i][1] for i in chain} == {"en040"}
+    assert by_id["en040-chain-c"][2:] == ("en040", "near_duplicate", "rejected")
+
+
+def test_rejected_rows_name_survivor_rule_and_cluster(planted):
+    by_id = {r[0]: r for r in planted["decisions"]}
+    assert by_id["en003-copy"][1:] == ("en003", "en003", "exact_duplicate", "rejected")
+    assert by_id["zh001-copy"][1:] == ("zh001", "zh001", "exact_duplicate", "rejected")
+    assert by_id["zh002-near"][1:] == ("zh002", "zh002", "near_duplicate", "rejected")
+    assert by_id["en005"][1:] == ("en005", None, None, "kept")  # the survivor of en005-copy
+    assert by_id["en050"][1:] == ("en050", None, None, "kept")  # a singleton is its own cluster
+
+
+def test_stats_reconcile_and_report_clusters(planted):
+    stats = planted["stats"]
+    n = len(planted["rows"])
+    assert stats["records_in"] == n and stats["reconciled"]
+    assert stats["kept"] + sum(stats["rejected"].values()) == n
+    assert stats["rejected"] == {"exact_duplicate": 7, "near_duplicate": 20}
+    assert (stats["lsh_bands"], stats["lsh_rows"]) == (18, 7) and stats["cc_rounds"] >= 1
+    assert stats["candidate_pairs"] >= stats["verified_pairs"] >= 20
+    sizes = {int(k): v for k, v in stats["cluster_size_histogram"].items()}
+    assert stats["clusters"] == sum(sizes.values())
+    assert sum(k * v for k, v in sizes.items()) - stats["clusters"] == 27
+    # Other columns pass through.
+    assert set(planted["out"].columns) >= {"id", "url", "text", "cluster_id", "survivor_id", "reject_rule"}
+
+
+@pytest.mark.parametrize("partitions", [1, 4, 16])
+def test_same_result_for_any_partitioning_and_run(spark, planted, partitions):
+    docs = spark.read.parquet(planted["input"]).repartition(partitions)
+    out = DedupStage(spark, planted["cfg"]).transform(docs)
+    assert sorted(map(tuple, out.select(*DECISION).collect())) == planted["decisions"]
+
+
+# ---------------------------------------------------------------- hot buckets
+
+def test_hot_bucket_of_identical_and_near_identical_documents(spark, tmp_path):
+    paragraph = wiki_paragraphs(shared("corpora/en/enwiki-head-articles.xml"), min_words=120)[0]
+    words = paragraph.split()
+    rows = [(f"same{i:02d}", paragraph, float(i)) for i in range(40)]
+    # 30 variants, each with one different word at a different place: all pairwise J >= 0.8.
+    for i in range(30):
+        variant = list(words)
+        variant[3 * i + 2] = f"variant{i}"
+        rows.append((f"var{i:02d}", " ".join(variant), 100.0 + i))
+    rows += [(f"other{i}", p, 0.0) for i, p in
+             enumerate(wiki_paragraphs(shared("corpora/en/enwiki-head-articles.xml"), min_words=120)[1:4])]
+    spark.createDataFrame(rows, "id string, text string, quality_score double").write.parquet(str(tmp_path / "in"))
+    # A cap of 4 rows per join key sends every bucket, exact group, candidate fan-in and cluster here through salting.
+    cfg = config.load(overrides={"dedup": {"hot_key_cap": 4, "survivor_order": ["-quality_score"]}})
+    stats = run_pipeline(spark, cfg, [str(tmp_path / "in")], ["dedup"], str(tmp_path / "out"), "hot",
+                         echo=lambda _: None)[0]
+    assert stats["kept"] == 4 and stats["reconciled"]
+    # Highest quality_score survives; the identical copies go as exact duplicates of their group.
+    assert stats["rejected"] == {"exact_duplicate": 39, "near_duplicate": 30}
+    rejected = spark.read.parquet(str(tmp_path / "out" / "hot" / "dedup" / "rejected"))
+    assert {(r[0], r[1]) for r in rejected.select("survivor_id", "cluster_id").distinct().collect()} == \
+        {("var29", "same39")}
+
+
+@pytest.mark.parametrize("settings, expected", [
+    ({"verify": "signature"}, {"a1-near": "near_duplicate", "a2-copy": "exact_duplicate"}),
+    ({"exact": False, "verify": "none"}, {"a1-near": "near_duplicate", "a2-copy": "near_duplicate"}),
+    ({"fuzzy": False}, {"a2-copy": "exact_duplicate"}),
+])
+def test_switches_and_verification_modes(spark, settings, expected):
+    a, b = wiki_paragraphs(shared("corpora/en/enwiki-head-articles.xml"), min_words=120)[5:7]
+    rng = random.Random(2)
+    rows = [("a0", a), ("a1-near", edit_words(a, 0.01, rng, b.split())), ("a2-copy", a.upper()),
+            ("b0", b), ("b1-far", edit_words(b, 0.3, rng, a.split())), ("c0", "A short text.")]
+    cfg = config.load(overrides={"dedup": settings})
+    out = DedupStage(spark, cfg).transform(spark.createDataFrame(rows, "id string, text string"))
+    rejected = {r["id"]: (r["reject_rule"], r["survivor_id"]) for r in out.where("_outcome = 'rejected'").collect()}
+    assert rejected == {i: (rule, "a0") for i, rule in expected.items()}

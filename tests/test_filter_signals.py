@@ -1,0 +1,189 @@
+"""Quality signals, language ID and rule evaluation on small strings with hand-computed values."""
+import dataclasses
+
+import pytest
+
+from jobs import config
+from jobs.config import ConfigError, build, read_yaml
+from udfs.filter import FILTER_DEFAULTS, DocumentFilter, FilterConfig, LanguageConfig
+from udfs.langid import UNDETERMINED, LanguageIdentifier, default_model_path
+from udfs.quality import compute_signals, count_sentences
+
+
+def test_words_sentences_and_ratios_of_a_simple_line():
+    s = compute_signals("The cat sat. The dog ran!", frozenset({"the", "be"}))
+    # tokens: The cat sat . The dog ran !  -> 6 words, 8 tokens; 25 characters
+    assert (s["n_chars"], s["n_words"], s["n_lines"], s["n_sentences"]) == (25, 6, 1, 2)
+    assert s["mean_word_length"] == 3.0
+    assert s["mean_sentence_length"] == 3.0
+    assert s["char_repetition_ratio"] == pytest.approx(1 - 15 / 25)  # 15 distinct characters
+    assert s["stop_words"] == 1  # "the", matched case-insensitively, counted once
+    assert s["alpha_word_frac"] == 1.0
+    assert s["punct_line_frac"] == 1.0 and s["short_line_frac"] == 1.0
+    assert s["newline_word_ratio"] == 0.0 and s["hash_word_ratio"] == 0.0
+    assert s["special_symbol_frac"] == 0.0 and s["digit_frac"] == 0.0
+    assert s["top_2gram_char_frac"] == 0.0  # no bigram occurs twice
+    assert s["dup_5gram_char_frac"] == 0.0
+
+
+def test_chinese_counts_characters_as_words():
+    s = compute_signals("我爱北京。我爱上海。")
+    assert (s["n_chars"], s["n_words"], s["n_sentences"]) == (10, 8, 2)
+    assert s["mean_word_length"] is None  # a character is not a word: the length rule stays off
+    assert s["mean_sentence_length"] == 4.0
+    assert s["top_2gram_char_frac"] == pytest.approx(4 / 10)  # "我爱" twice, no spaces to count
+    assert s["top_3gram_char_frac"] == 0.0
+    assert s["alpha_word_frac"] == 1.0
+    assert s["c4_sentences"] == 2
+    assert s["stop_words"] is None  # no stop-word list given
+
+
+def test_duplicate_lines_paragraphs_and_top_ngram():
+    text = "one two\n\none two\n\nthree"  # 23 characters
+    s = compute_signals(text)
+    assert s["dup_line_frac"] == pytest.approx(1 / 3)
+    assert s["dup_line_char_frac"] == pytest.approx(7 / 23)
+    assert s["dup_para_frac"] == pytest.approx(1 / 3)
+    assert s["dup_para_char_frac"] == pytest.approx(7 / 23)
+    assert s["top_2gram_char_frac"] == pytest.approx(14 / 23)  # "one two" (7 chars) twice
+    assert s["top_3gram_char_frac"] == 0.0
+
+
+def test_duplicated_ngrams_follow_gophers_skipping_scan():
+    s = compute_signals("a b c d e a b c d e a b c d e")  # 29 characters, 15 one-letter words
+    # 5-grams: "abcde" repeats at positions 5 and 10 (5 chars each); 6-grams: one repeat, then the
+    # scan jumps past it; 7..10-grams: one repeat each. Same figures as datatrove's find_all_duplicate.
+    assert [round(s[f"dup_{n}gram_char_frac"] * 29) for n in range(5, 11)] == [10, 6, 7, 8, 9, 10]
+    assert s["top_2gram_char_frac"] == pytest.approx(9 / 29)  # "a b" three times (ties: the earliest)
+
+
+def test_gopher_line_and_symbol_signals():
+    text = "# Title\n- item one\n- item two...\n• item three…"  # 46 characters, 13 tokens
+    s = compute_signals(text)
+    assert s["bullet_line_frac"] == 0.75
+    assert s["ellipsis_line_frac"] == 0.5
+    assert s["hash_word_ratio"] == pytest.approx(1 / 13)
+    assert s["ellipsis_word_ratio"] == pytest.approx(2 / 13)
+    assert s["alpha_word_frac"] == pytest.approx(7 / 11)  # "#", "-", "-", "•" have no letter
+    assert s["special_symbol_frac"] == pytest.approx(2 / 46)  # "#" and "•"
+    assert s["punct_line_frac"] == pytest.approx(1 / 4)  # only "…" ends a line in punctuation
+
+
+def test_c4_markers_follow_its_line_filters():
+    text = ("Please enable JavaScript to view this page.\nWe use cookies on this site.\n{\n"
+            "Lorem ipsum dolor sit amet.\nA real sentence here. And another one.")
+    s = compute_signals(text)
+    assert s["javascript_line_frac"] == pytest.approx(1 / 5)
+    assert s["policy_line_frac"] == pytest.approx(1 / 5)
+    assert s["lorem_ipsum"] is True
+    assert s["curly_bracket"] is False  # a lone "{" line has too few words for C4 to judge it
+    assert s["c4_sentences"] == 3  # javascript and policy lines do not count
+    assert compute_signals("the code is function f() { return 1; }")["curly_bracket"] is True
+
+
+def test_seed000_character_signals():
+    s = compute_signals("abc 123 $$$")
+    assert s["digit_frac"] == pytest.approx(3 / 11)
+    assert s["special_symbol_frac"] == pytest.approx(3 / 11)
+    assert s["char_repetition_ratio"] == pytest.approx(1 - 8 / 11)
+
+
+def test_sentence_counting():
+    assert count_sentences("Hello there. How are you? Fine!") == 3
+    assert count_sentences('He said "stop." Then he left') == 2
+    assert count_sentences("我很好。你呢？好的") == 3
+    assert count_sentences("３．５％的增长。") == 1  # a full-width decimal point ends nothing
+    assert count_sentences("...") == 0
+
+
+def test_empty_text_has_no_ratios():
+    s = compute_signals("")
+    assert s["n_words"] == 0 and s["n_chars"] == 0
+    assert s["dup_line_frac"] is None and s["mean_word_length"] is None and s["digit_frac"] is None
+
+
+def test_language_identifier_on_short_text():
+    assert default_model_path().name == "lid.176.ftz"
+    langs, scores = LanguageIdentifier().predict([
+        "The committee will publish its report next week.",
+        "委员会将于下周发布报告。",
+        "Le comité publiera son rapport la semaine prochaine.",
+        "Der Ausschuss veröffentlicht seinen Bericht\nnächste Woche.",
+        "12 345 -- 67",
+    ])
+    assert langs == ["en", "zh", "fr", "de", UNDETERMINED]
+    assert all(0.5 < s <= 1.0 for s in scores[:4]) and scores[4] == 0.0
+
+
+def test_language_identifier_reads_only_the_first_max_chars():
+    french = "Le comité publiera son rapport la semaine prochaine."
+    text = french + " The committee will publish its report next week, after the hearings end." * 5
+    assert LanguageIdentifier(max_chars=len(french)).predict([text])[0] == ["fr"]
+    assert LanguageIdentifier(max_chars=0).predict([text])[0] == ["en"]
+
+
+def test_default_dataclass_matches_conf_filter_yaml():
+    assert build(FilterConfig, read_yaml(FILTER_DEFAULTS)["filter"], "filter") == FilterConfig()
+
+
+def test_default_filter_keeps_prose_and_tags_every_row():
+    prose = ("The river rises in the hills to the north of the town and flows south through farmland. "
+             "For most of its length it is slow and wide, and it was used to carry grain to the coast. "
+             "In the nineteenth century a canal was cut beside it, and the towpath is now a public "
+             "footpath that walkers can follow from the source to the sea. Several mills survive along "
+             "the banks, and one of them has been restored as a museum. It opens on summer weekends.")
+    columns = DocumentFilter(FilterConfig()).apply([prose, "Too short.", None])
+    assert columns["_outcome"] == ["kept", "rejected", "error"]
+    assert columns["lang"][:2] == ["en", "en"]
+    assert columns["reject_rule"] == [None, "gopher_short_doc", None]
+    assert columns["reject_value"][1] == 2.0
+    assert "c4_few_sentences" in columns["failed_rules"][1]
+    assert columns["error"][2] == "text is null"
+
+
+def test_target_languages_and_minimum_scores():
+    cfg = dataclasses.replace(FilterConfig(), rulesets=[],
+                              language=LanguageConfig(targets=["en", "zh"], min_score=0.5,
+                                                      min_score_by_language={"zh": 0.9999999}))
+    columns = DocumentFilter(cfg).apply(["Le comité publiera son rapport.", "The committee will report.",
+                                         "委员会将于下周发布报告。"])
+    assert columns["reject_rule"] == ["language", None, "language_score"]
+    assert columns["reject_value"][0] == columns["lang_score"][0]  # the language rules report lang_score
+    assert cfg.rule_names() == ["language", "language_score"]
+
+
+def test_rules_switch_off_singly_and_by_ruleset():
+    base = FilterConfig()
+    rules = {**base.rules, "gopher_short_doc": dataclasses.replace(base.rules["gopher_short_doc"], enabled=False)}
+    columns = DocumentFilter(dataclasses.replace(base, rules=rules)).apply(["Too short."])
+    assert "gopher_short_doc" not in columns["failed_rules"][0]
+    assert columns["reject_rule"] == ["gopher_stop_words"]
+    only_seed = DocumentFilter(dataclasses.replace(base, rulesets=["seed000"])).apply(["Too short."])
+    assert only_seed["failed_rules"] == [["seed000_chars", "seed000_sentence_length"]]  # 10 chars, 2 words
+
+
+def test_seed000_preset_selects_its_table():
+    cfg = config.load(config.CONF_DIR / "presets" / "seed000.yaml")
+    active = cfg.filter.active_rules()
+    assert {"seed000_chars", "seed000_special_symbols", "seed000_sentence_length", "seed000_digits"} <= set(active)
+    assert "gopher_short_doc" not in active and "seed000_char_repetition" not in active
+
+
+@pytest.mark.parametrize("rules, message", [
+    ({"x": {"ruleset": "gopher_quality", "signal": "nope", "min": 1}}, "filter.rules.x.signal: unknown signal"),
+    ({"x": {"ruleset": "mine", "signal": "n_words", "min": 1}}, "filter.rules.x.ruleset: must be one of"),
+    ({"x": {"ruleset": "c4", "signal": "n_words"}}, "filter.rules.x: a rule needs min, max or both"),
+    ({"language": {"ruleset": "c4", "signal": "n_words", "min": 1}}, "reserved"),
+])
+def test_bad_rules_are_one_line_config_errors(rules, message):
+    with pytest.raises(ConfigError, match=message):
+        build(FilterConfig, {"rules": rules}, "filter")
+
+
+def test_bad_language_settings_are_config_errors():
+    with pytest.raises(ConfigError, match="filter.language.min_score"):
+        build(FilterConfig, {"language": {"min_score": 1.5}}, "filter")
+    with pytest.raises(ConfigError, match="filter.language.model: file not found"):
+        build(FilterConfig, {"language": {"model": "/nonexistent/lid.176.bin"}}, "filter")
+    with pytest.raises(ConfigError, match="filter.rulesets: unknown ruleset"):
+        build(FilterConfig, {"rulesets": ["gopher"]}, "filter")

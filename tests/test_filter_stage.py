@@ -1,0 +1,100 @@
+"""The filter stage on real Spark: columns, reconciliation, reasons, rule stats and spot-check samples."""
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import shared
+from jobs import config
+from jobs.pipeline import run_pipeline
+from udfs.quality import SIGNALS
+
+
+def small_corpus():
+    """(id, url, text, source): prose and news that pass, SMS that do not, one null text."""
+    emma = shared("corpora/en/gutenberg/austen-emma.txt").read_text(encoding="utf-8")
+    paragraphs = [" ".join(p.split()) for p in emma.split("\n\n") if p.strip()][300:340]
+    prose = ["\n\n".join(paragraphs[i:i + 8]) for i in range(0, 40, 8)]
+    news_lines = shared("corpora/zh/peoples-daily-1998-01.txt").read_text(encoding="utf-8").splitlines()
+    news = ["\n".join(news_lines[i:i + 10]) for i in range(0, 50, 10)]
+    sms_lines = shared("corpora/low/sms-spam-collection.tsv").read_text(encoding="utf-8").splitlines()[1:13]
+    sms = [line.split("\t", 1)[1] for line in sms_lines]
+    texts = prose + news + sms + [None]
+    return pa.table({
+        "id": [f"doc-{i:03d}" for i in range(len(texts))],
+        "url": [f"https://example.org/{i}" for i in range(len(texts))],
+        "text": texts,
+        "source": ["test"] * len(texts),
+    })
+
+
+@pytest.fixture(scope="module")
+def filtered(spark, tmp_path_factory):
+    work = tmp_path_factory.mktemp("filter")
+    pq.write_table(small_corpus(), work / "docs.parquet")
+    cfg = config.load(overrides={"filter": {"samples_per_rule": 3}})
+    stats = run_pipeline(spark, cfg, [str(work / "docs.parquet")], ["filter"], str(work / "out"), "r1",
+                         echo=lambda line: None)
+    return work, work / "out" / "r1" / "filter", stats[0]
+
+
+def read(spark, folder: Path):
+    return spark.read.parquet(str(folder)).toPandas()
+
+
+def test_counts_reconcile_and_outcomes_are_split(filtered):
+    _, _, stats = filtered
+    assert stats["reconciled"] is True
+    assert stats["records_in"] == 23
+    assert stats["kept"] == 10  # 5 prose + 5 news documents
+    assert sum(stats["rejected"].values()) == 12  # every SMS message
+    assert stats["errors"] == {"text is null": 1}
+
+
+def test_kept_and_rejected_rows_carry_language_signals_and_reasons(spark, filtered):
+    _, stage_dir, _ = filtered
+    kept, rejected = read(spark, stage_dir / "kept"), read(spark, stage_dir / "rejected")
+    for frame in (kept, rejected):
+        for column in ("id", "url", "text", "source", "lang", "lang_score", *SIGNALS, "failed_rules"):
+            assert column in frame.columns
+        assert frame["lang"].notna().all() and frame["lang_score"].between(0, 1).all()
+    assert set(kept["lang"]) == {"en", "zh"}
+    assert kept["reject_rule"].isna().all() and kept["failed_rules"].map(len).eq(0).all()
+    assert rejected["reject_rule"].notna().all() and rejected["reject_value"].notna().all()
+    short = rejected[rejected["reject_rule"] == "gopher_short_doc"]
+    assert len(short) >= 10
+    assert (short["reject_value"] == short["n_words"]).all()  # the measured value of the first rule
+    assert rejected.apply(lambda r: r["failed_rules"][0] == r["reject_rule"], axis=1).all()
+
+
+def test_rule_stats_count_first_hits_and_lone_rejections(filtered):
+    _, _, stats = filtered
+    rules = {r["rule"]: r for r in stats["rules"]}
+    assert [r["rule"] for r in stats["rules"]][0] == "gopher_short_doc"  # evaluation order
+    assert sum(r["first_hit"] for r in stats["rules"]) == sum(stats["rejected"].values())
+    for name, count in stats["rejected"].items():
+        assert rules[name]["first_hit"] == count
+    assert all(r["alone"] >= r["first_hit"] for r in stats["rules"])
+    # Most SMS are also under C4's five sentences, but the word count rejects them first.
+    assert rules["c4_few_sentences"]["alone"] >= 10 and rules["c4_few_sentences"]["first_hit"] == 0
+    assert stats["languages"]["zh"] == 5
+
+
+def test_rejected_samples_are_written_per_rule_and_repeat_across_runs(spark, filtered):
+    work, stage_dir, stats = filtered
+    assert set(stats["samples"]) == set(stats["rejected"])
+    first = {}
+    for rule, relative in stats["samples"].items():
+        records = [json.loads(line) for line in (stage_dir / relative).read_text().splitlines()]
+        assert 1 <= len(records) <= 3
+        assert all(r["reject_rule"] == rule and r["text"] and r["lang"] for r in records)
+        first[rule] = [r["id"] for r in records]
+    cfg = config.load(overrides={"filter": {"samples_per_rule": 3}})
+    again = run_pipeline(spark, cfg, [str(work / "docs.parquet")], ["filter"], str(work / "out"), "r2",
+                         echo=lambda line: None)[0]
+    second_dir = work / "out" / "r2" / "filter"
+    second = {rule: [json.loads(line)["id"] for line in (second_dir / relative).read_text().splitlines()]
+              for rule, relative in again["samples"].items()}
+    assert second == first

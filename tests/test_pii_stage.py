@@ -1,0 +1,69 @@
+"""The pii stage on real Spark: scrubbed text, the pii map, pass-through columns, errors, stats."""
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from jobs import config
+from jobs.pipeline import run_pipeline
+
+DOCS = [
+    ("zh", "张先生的手机号是138-1234-5678，身份证号是11010519491231002X，邮箱zhangsan@163.com，请联系。", "zh"),
+    ("en", "Reach Jane at jane.doe@gmail.com or (415) 555-0132; docs use user@example.com.", "en"),
+    ("clean", "Nothing personal here, only version 1.2.3.4 and ISBN 978-3-16-148410-0.", "en"),
+    ("long", "Call (415) 555-0132. " + "filler text " * 200, "en"),
+    ("null", None, None),
+]
+
+
+@pytest.fixture(scope="module")
+def scrubbed(spark, tmp_path_factory):
+    work = tmp_path_factory.mktemp("pii")
+    table = pa.table({
+        "id": [d[0] for d in DOCS], "url": [f"https://example.org/{d[0]}" for d in DOCS],
+        "text": [d[1] for d in DOCS], "lang": [d[2] for d in DOCS], "source": ["test"] * len(DOCS),
+    })
+    pq.write_table(table, work / "docs.parquet")
+    cfg = config.load(overrides={"pii": {"max_doc_chars": 1000}})
+    stats = run_pipeline(spark, cfg, [str(work / "docs.parquet")], ["pii"], str(work / "out"), "r1",
+                         echo=lambda line: None)
+    stage_dir = work / "out" / "r1" / "pii"
+    kept = spark.read.parquet(str(stage_dir / "kept")).toPandas().set_index("id")
+    errors = spark.read.parquet(str(stage_dir / "errors")).toPandas().set_index("id")
+    return stats[0], kept, errors, json.loads((stage_dir / "_stats.json").read_text())
+
+
+def test_text_is_scrubbed_in_place_and_other_columns_pass_through(scrubbed):
+    _, kept, _, _ = scrubbed
+    assert kept.loc["zh", "text"] == "张先生的手机号是<PHONE>，身份证号是<CN_ID>，邮箱<EMAIL>，请联系。"
+    assert kept.loc["en", "text"] == "Reach Jane at <EMAIL> or <PHONE>; docs use user@example.com."
+    assert kept.loc["clean", "text"] == DOCS[2][1]
+    assert list(kept.columns[:4]) == ["url", "text", "lang", "source"]
+    assert (kept["source"] == "test").all() and kept.loc["en", "url"] == "https://example.org/en"
+
+
+def test_pii_column_counts_types_per_document(scrubbed):
+    _, kept, _, _ = scrubbed
+    assert dict(kept.loc["zh", "pii"]) == {"PHONE": 1, "CN_ID": 1, "EMAIL": 1}
+    assert dict(kept.loc["en", "pii"]) == {"EMAIL": 1, "PHONE": 1}
+    assert dict(kept.loc["clean", "pii"]) == {}
+
+
+def test_documents_the_analyzer_cannot_finish_are_errors_and_the_job_goes_on(scrubbed):
+    stats, kept, errors, _ = scrubbed
+    assert sorted(errors.index) == ["long", "null"]
+    assert errors.loc["long", "error"] == "DocumentTooLong: document longer than max_doc_chars=1000"
+    assert errors.loc["long", "text"] == DOCS[3][1]          # kept whole for a re-run, out of kept/
+    assert sorted(kept.index) == ["clean", "en", "zh"]
+    assert stats["records_in"] == 5 and stats["kept"] == 3 and stats["reconciled"] is True
+    assert stats["errors"] == {errors.loc["long", "error"]: 1, "text is null": 1}
+
+
+def test_stats_count_replacements_per_type_without_values(scrubbed):
+    _, _, _, written = scrubbed
+    assert written["pii_replaced"] == {"CN_ID": 1, "EMAIL": 2, "PHONE": 2}
+    assert written["documents_with_pii"] == 2
+    dumped = json.dumps(written, ensure_ascii=False)
+    for value in ("138-1234-5678", "11010519491231002X", "zhangsan@163.com", "jane.doe@gmail.com", "555-0132"):
+        assert value not in dumped

@@ -1,0 +1,174 @@
+"""The quality model without the service: features, metrics, training/export, and the shipped model
+ranking held-out article text above the boilerplate of the same pages."""
+import json
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import shared
+from scoring_service import default_corpus, metrics
+from scoring_service.features import FeatureHasher, HashingSpec, normalize
+from scoring_service.artifacts import CARD, CHECKPOINT, DEFAULT_MODEL_DIR, MINDIR, read_info
+
+
+@pytest.fixture(scope="module")
+def hasher():
+    return FeatureHasher(HashingSpec())
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    from scoring_service.backend import TextScorer
+
+    return TextScorer.load(DEFAULT_MODEL_DIR)
+
+
+# ---------------------------------------------------------------- features
+
+def _bags(encoded, row):
+    return [sorted(part[row][part[row] > 0].tolist()) for part in encoded]
+
+
+def test_features_do_not_depend_on_the_rest_of_the_batch(hasher):
+    texts = ["Home | About | Contact", "It was a bright cold day in April.\nThe clocks were striking.", "",
+             "我们今天去了公园。\n天气很好！"]
+    together = hasher.encode(texts)
+    for i, text in enumerate(texts):
+        assert _bags(hasher.encode([text]), 0) == _bags(together, i)
+    ragged = hasher.encode_ragged(texts)
+    assert [sorted(r[0].tolist()) for r in ragged] == [_bags(together, i)[0] for i in range(len(texts))]
+
+
+def test_normalisation_maps_digits_cjk_punctuation_and_whitespace():
+    assert normalize("Price:  ＄１２ on 2024-05-01\n\n\n  Next", 100) == "price: $00 on 0000-00-00\nnext"
+    assert normalize("我们去了公园，天气很好。", 100) == "我们去了公园,天气很好."
+    assert normalize("x" * 50, 10) == "x" * 10
+
+
+def test_cjk_text_gets_character_ngrams_and_the_same_line_shapes_as_latin(hasher):
+    encoded = hasher.encode(["Yesterday afternoon we walked to the park.", "我们昨天下午一起去了公园散步。", "公园"])
+    assert (encoded.content[1] > 0).sum() > 20  # character n-grams and single-character words
+    line_ids = [part[part > 0] for part in encoded.lines]
+    # A line that ends in a full stop has the same ending whatever the script ("。" → ".").
+    assert (line_ids[0][0] - 1) % 3 == (line_ids[1][0] - 1) % 3 == 0
+    assert (line_ids[2][0] - 1) % 3 == 2
+    # Script-neutral length: 14 Chinese characters ≈ an 8-word sentence, in the same length bucket.
+    assert (line_ids[0][0] - 1) // 3 == (line_ids[1][0] - 1) // 3
+
+
+# ---------------------------------------------------------------- metrics
+
+def test_ranking_and_threshold_metrics():
+    labels = np.array([1, 1, 1, 0, 0, 0])
+    assert metrics.roc_auc(labels, np.array([0.9, 0.8, 0.7, 0.3, 0.2, 0.1])) == 1.0
+    assert metrics.roc_auc(labels, np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9])) == 0.0
+    assert metrics.roc_auc(labels, np.full(6, 0.5)) == 0.5
+    scores = np.array([0.9, 0.8, 0.4, 0.6, 0.2, 0.1])
+    assert metrics.best_f1_threshold(labels, scores) == 0.4
+    assert metrics.at_threshold(labels, scores, 0.5) == {"precision": 0.6667, "recall": 0.6667,
+                                                         "f1": 0.6667, "accuracy": 0.6667}
+
+
+# ---------------------------------------------------------------- training and export
+
+def test_training_writes_checkpoint_dynamic_mindir_and_card(tmp_path):
+    from scoring_service.backend import TextScorer
+    from scoring_service.artifacts import NetShape
+    from scoring_service.train import TrainSettings, train
+
+    book = shared("corpora/en/gutenberg/austen-sense.txt").read_text(encoding="utf-8", errors="replace")
+    paragraphs = [" ".join(p.split()) for p in book.split("\n\n") if len(p) > 200][:90]
+    with open(shared("corpora/low/sms-spam-collection.tsv"), encoding="utf-8") as fh:
+        sms = [line.split("\t", 1)[1].strip() for line in fh.read().splitlines()[1:91]]
+    (tmp_path / "good.txt").write_text("\n".join(paragraphs[:45]), encoding="utf-8")
+    with open(tmp_path / "good.jsonl", "w", encoding="utf-8") as fh:
+        for p in paragraphs[45:]:
+            fh.write(json.dumps({"text": p, "source": "austen", "licence": "public domain"}) + "\n")
+    pq.write_table(pa.table({"text": sms, "licence": ["CC BY 4.0"] * len(sms)}), tmp_path / "bad.parquet")
+
+    out = tmp_path / "model"
+    info = train([str(tmp_path / "good.*")], [str(tmp_path / "bad.parquet")], str(out), "tiny", "0.1",
+                 hashing=HashingSpec(buckets=1 << 12), shape=NetShape(dim=8, hidden=8),
+                 settings=TrainSettings(epochs=3, patience=1), log=lambda *_: None)
+    for name in (CHECKPOINT, MINDIR, CARD, "model.json"):
+        assert (out / name).exists(), name
+    assert 0.0 < info.threshold < 1.0 and info.metrics["test"]["auc"] >= 0.8
+    card = (out / CARD).read_text(encoding="utf-8")
+    assert "| positive | austen | public domain |" in card and "| negative | bad.parquet | CC BY 4.0 |" in card
+    assert "P-R curve" in card and f"**{info.threshold}**" in card
+
+    # One exported graph for any batch size and text length; same scores as the checkpoint.
+    texts = ["Short.", paragraphs[0], "\n".join(sms[:30]), "", "多种语言的文本。"]
+    from_mindir = TextScorer.load(str(out)).score(texts)
+    from_ckpt = TextScorer.load(str(out), fmt="checkpoint").score(texts)
+    assert np.allclose(from_mindir, from_ckpt, atol=1e-5)
+    one_by_one = np.concatenate([TextScorer.load(str(out)).score([t]) for t in texts])
+    assert np.allclose(from_mindir, one_by_one, atol=1e-5)
+
+
+# ---------------------------------------------------------------- the shipped model
+
+def test_shipped_model_card_and_licences():
+    info = read_info(DEFAULT_MODEL_DIR)
+    card = open(os.path.join(DEFAULT_MODEL_DIR, CARD), encoding="utf-8").read()
+    assert f"**{info.threshold}**" in card
+    rows = [line.split("|") for line in card.splitlines() if line.startswith("| positive |")
+            or line.startswith("| negative |")]
+    licences = {row[3].strip() for row in rows}
+    assert licences and licences <= {"public domain", "CC BY 4.0", "CC BY-SA 3.0", "MIT", "Apache-2.0"}
+    size = sum(os.path.getsize(os.path.join(DEFAULT_MODEL_DIR, f)) for f in os.listdir(DEFAULT_MODEL_DIR))
+    assert size < 12 << 20
+
+
+def test_requests_arriving_together_are_scored_in_one_forward_pass(shipped):
+    from scoring_service.server import Metrics, MicroBatcher, ServerConfig
+
+    metrics_ = Metrics()
+    batcher = MicroBatcher(shipped, ServerConfig(model_dir=DEFAULT_MODEL_DIR, max_wait_ms=2000, max_batch=64), metrics_)
+    requests = [["First request, one text."], ["Second request.", "Two texts."], ["Third."]]
+    jobs = [batcher.submit(texts) for texts in requests]
+    for job in jobs:
+        assert job.done.wait(30)
+    batcher.stop(5)
+    counts, total, n = metrics_.histograms["scoring_batch_size"]
+    assert (n, total) == (1, 4)  # one pass over all four texts
+    alone = [shipped.score(texts) for texts in requests]
+    assert all(np.allclose(job.scores, expected, atol=1e-6) for job, expected in zip(jobs, alone))
+
+
+def _auc(scorer, positives, negatives):
+    scores = scorer.score([e.text for e in positives] + [e.text for e in negatives])
+    labels = np.r_[np.ones(len(positives)), np.zeros(len(negatives))]
+    return metrics.roc_auc(labels, scores), metrics.at_threshold(labels, scores, scorer.info.threshold)
+
+
+def _length_auc(positives, negatives):
+    """The bar to beat: ranking by length alone (long = article)."""
+    lengths = [len(e.text) for e in positives] + [len(e.text) for e in negatives]
+    return metrics.roc_auc(np.r_[np.ones(len(positives)), np.zeros(len(negatives))], np.array(lengths))
+
+
+def test_shipped_model_ranks_article_bodies_above_their_pages_boilerplate(shipped):
+    # Never-trained-on pages (trafilatura's evaluation set, many languages): the article text of each
+    # page against the rest of the same page. Bars: clearly above ranking by length, and at the
+    # shipped threshold most articles kept and most boilerplate rejected.
+    data = str(shared("html/trafilatura-eval").parent.parent)
+    positives, negatives = default_corpus.traf_eval(data, limit=150)
+    auc, at = _auc(shipped, positives, negatives)
+    assert auc >= 0.93 and auc >= _length_auc(positives, negatives) + 0.05, (auc, at)
+    assert at["accuracy"] >= 0.85, at
+
+
+def test_shipped_model_ranks_news_above_chat_and_chinese_news_above_chinese_boilerplate(shipped):
+    import random
+
+    data = str(shared("corpora").parent)
+    auc_en, _ = _auc(shipped, *default_corpus.news_vs_chat(data, random.Random(1)))
+    assert auc_en >= 0.95
+    # People's Daily (research-only, so never trained on) against ClueWeb09 Chinese page boilerplate.
+    positives, negatives = default_corpus.peoples_daily(data, random.Random(1))
+    auc_zh, _ = _auc(shipped, positives[:150], negatives)
+    assert auc_zh >= 0.85

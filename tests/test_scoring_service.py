@@ -1,0 +1,334 @@
+"""The scoring service as a real subprocess on loopback, its client, and the score stage in Spark.
+
+One service (the shipped model, small limits so that limit errors are cheap to provoke) serves the
+whole module; tests that kill or re-bind a service start their own.
+"""
+import http.client
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from conftest import ROOT, shared
+from jobs.config import build
+from jobs.registry import PipelineConfig
+from jobs.score import ScoreStage
+from jobs.stage import run_stage
+from scoring_service.client import LocalService, ScoringClient, ScoringRequestError, ScoringUnavailable
+from scoring_service.artifacts import DEFAULT_MODEL_DIR
+
+LIMITS = ["--max-request-texts", "64", "--max-queue-texts", "48", "--max-request-bytes", "300000",
+          "--max-text-bytes", "20000", "--max-wait-ms", "20"]
+
+
+@pytest.fixture(scope="module")
+def service():
+    with LocalService(DEFAULT_MODEL_DIR, extra_args=LIMITS) as url:
+        yield url
+
+
+def corpus_texts(n: int = 120):
+    """Prose paragraphs and boilerplate-like lines from real text."""
+    book = shared("corpora/en/gutenberg/chesterton-brown.txt").read_text(encoding="utf-8", errors="replace")
+    paragraphs = [" ".join(p.split()) for p in book.split("\n\n") if len(p) > 300]
+    with open(shared("corpora/low/sms-spam-collection.tsv"), encoding="utf-8") as fh:
+        sms = [line.split("\t", 1)[1] for line in fh.read().splitlines()[1:]]
+    texts = []
+    for i in range(n // 2):
+        texts += [paragraphs[i], sms[i]]
+    return texts
+
+
+def post(url, path, body, content_type, headers=None):
+    parts = url.split("//", 1)[1]
+    conn = http.client.HTTPConnection(*parts.split(":"), timeout=30)
+    conn.request("POST", path, body=body, headers={"Content-Type": content_type, **(headers or {})})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, data, response
+
+
+def get(url, path, headers=None):
+    request = urllib.request.Request(url + path, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def arrow_body(texts):
+    sink = io.BytesIO()
+    table = pa.table({"text": pa.array(texts, type=pa.string())})
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
+
+
+# ---------------------------------------------------------------- HTTP API
+
+def test_json_and_arrow_requests_give_the_same_scores_and_model(service):
+    texts = corpus_texts(10)
+    status, data, response = post(service, "/v1/score", json.dumps({"texts": texts}), "application/json")
+    assert status == 200
+    answer = json.loads(data)
+    status, data, response = post(service, "/v1/score", arrow_body(texts), "application/vnd.apache.arrow.stream")
+    assert status == 200
+    table = pa.ipc.open_stream(data).read_all()
+    assert np.allclose(table.column("score").to_numpy(), answer["scores"], atol=1e-5)
+    assert table.schema.metadata[b"model"].decode() == answer["model"] == response.getheader("X-Model-Name")
+    assert answer["version"] == response.getheader("X-Model-Version")
+    assert all(0.0 <= s <= 1.0 for s in answer["scores"])
+
+
+def test_concurrent_clients_get_the_same_scores_as_one_sequential_client(service):
+    texts = corpus_texts(160)
+    sequential = ScoringClient(service, batch_size=8).score(texts)
+    chunks = [texts[i::4] for i in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda part: ScoringClient(service, batch_size=8).score(part), chunks))
+    concurrent = np.empty(len(texts), dtype=np.float32)
+    for i, scores in enumerate(results):
+        concurrent[i::4] = scores
+    assert np.abs(concurrent - sequential).max() < 1e-5
+
+
+@pytest.mark.parametrize("body, content_type, status, message", [
+    (json.dumps({"texts": ["x"] * 65}), "application/json", 413, "exceed the limit of 64"),
+    (json.dumps({"texts": ["y" * 20001]}), "application/json", 413, "bytes per text"),
+    (json.dumps({"texts": ["z" * 19000] * 16}), "application/json", 413, "request body"),
+    ("{not json", "application/json", 400, "malformed JSON"),
+    (json.dumps({"documents": ["a"]}), "application/json", 400, "texts"),
+    (json.dumps({"texts": [1, 2]}), "application/json", 400, "expected a string"),
+    (b"\x00\x01 not arrow", "application/vnd.apache.arrow.stream", 400, "malformed Arrow"),
+    ("texts=a", "application/x-www-form-urlencoded", 415, "unsupported Content-Type"),
+])
+def test_oversized_and_malformed_requests_get_clear_4xx(service, body, content_type, status, message):
+    got, data, _ = post(service, "/v1/score", body, content_type)
+    assert got == status and message in json.loads(data)["error"]
+    # and the service goes on serving
+    assert post(service, "/v1/score", json.dumps({"texts": ["fine"]}), "application/json")[0] == 200
+
+
+def test_overload_is_answered_429_and_the_client_reports_it(service):
+    status, data, response = post(service, "/v1/score", json.dumps({"texts": ["t"] * 50}), "application/json")
+    assert status == 429 and response.getheader("Retry-After") == "1"
+    client = ScoringClient(service, retries=1, backoff_s=0.01, batch_size=50)
+    with pytest.raises(ScoringUnavailable, match="after 2 attempts.*HTTP 429"):
+        client._score_request(["t"] * 50)
+    # score() reads the service's limits first and sends requests that fit them.
+    assert client.score(["t"] * 50).shape == (50,)
+    with pytest.raises(ScoringRequestError, match="413"):
+        ScoringClient(service, batch_size=64)._score_request(["x"] * 65)
+
+
+def test_health_readiness_model_and_metrics_endpoints(service):
+    assert get(service, "/healthz")[0] == 200
+    assert get(service, "/readyz")[0] == 200
+    status, data = get(service, "/v1/model")
+    model = json.loads(data)
+    assert status == 200 and model["loaded_from"] == "model.mindir" and 0 < model["threshold"] < 1
+    assert get(service, "/nope")[0] == 404 and get(service, "/v1/score")[0] == 405
+    text = get(service, "/metrics")[1].decode()
+    for name in ("scoring_requests_total{endpoint=\"/v1/score\",code=\"200\"}", "scoring_texts_total",
+                 "scoring_batch_size_bucket", "scoring_request_seconds_count", "scoring_inference_seconds_sum",
+                 "scoring_errors_total{kind=\"404\"}", "scoring_queue_texts"):
+        assert name in text, name
+
+
+def test_binding_off_loopback_requires_a_token_and_it_is_checked(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "CORPUSMILL_SCORE_TOKEN"}
+    refused = subprocess.run([sys.executable, "-m", "scoring_service", "serve", "--host", "0.0.0.0", "--port", "0"],
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "without a token" in refused.stderr
+
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret-token\n")
+    with LocalService(DEFAULT_MODEL_DIR, extra_args=["--host", "0.0.0.0", "--token-file", str(token_file)]) as url:
+        port = url.rsplit(":", 1)[1]
+        local = f"http://127.0.0.1:{port}"
+        body = json.dumps({"texts": ["hello there."]})
+        assert post(local, "/v1/score", body, "application/json")[0] == 401
+        assert post(local, "/v1/score", body, "application/json", {"Authorization": "Bearer wrong"})[0] == 401
+        assert post(local, "/v1/score", body, "application/json", {"Authorization": "Bearer s3cret-token"})[0] == 200
+        assert get(local, "/healthz")[0] == 200 and get(local, "/metrics")[0] == 401
+        assert ScoringClient(local, token="s3cret-token").score(["hello there."]).shape == (1,)
+
+
+def test_sigterm_drains_and_exits_cleanly():
+    service = LocalService(DEFAULT_MODEL_DIR)
+    url = service.start()
+    texts = corpus_texts(64)
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(lambda: ScoringClient(url, retries=0, batch_size=64).score(texts))
+        time.sleep(0.05)
+        service.process.send_signal(signal.SIGTERM)
+        assert service.process.wait(30) == 0
+        try:
+            assert pending.result().shape == (64,)  # accepted before SIGTERM: answered
+        except ScoringUnavailable as exc:
+            assert "Connection refused" in str(exc) or "503" in str(exc)  # arrived after: refused
+    service.stop()
+
+
+# ---------------------------------------------------------------- the score stage in Spark
+
+def test_score_settings_are_validated():
+    from jobs.config import ConfigError
+
+    with pytest.raises(ConfigError, match="score.on_failure: must be one of fail, null"):
+        build(PipelineConfig, {"score": {"on_failure": "retry"}})
+    with pytest.raises(ConfigError, match=r"score.threshold: must be within \[0, 1\]"):
+        build(PipelineConfig, {"score": {"threshold": 1.5}})
+    with pytest.raises(ConfigError, match="score.model: file not found"):
+        build(PipelineConfig, {"score": {"model": "/nonexistent/model"}})
+    with pytest.raises(ConfigError, match="score.service_url"):
+        build(PipelineConfig, {"score": {"service_url": "127.0.0.1:8808"}})
+
+
+def test_batch_policy_keeps_known_scores_and_applies_the_failure_policy():
+    import pandas as pd
+
+    from udfs.score import score_texts
+
+    dead = ScoringClient("http://127.0.0.1:9", retries=0)
+    texts = pd.Series(["a text", "another"], index=[5, 6])
+    known = pd.Series([0.25, 0.75], index=[5, 6])
+    assert score_texts(texts, known, dead, "fail").tolist() == [0.25, 0.75]  # nothing sent
+    assert score_texts(texts, None, dead, "null").isna().all()
+    with pytest.raises(ScoringUnavailable, match="after 1 attempt "):
+        score_texts(texts, pd.Series([0.5, None], index=[5, 6]), dead, "fail")
+
+
+def score_config(**score):
+    return build(PipelineConfig, {"score": score, "io": {"parquet_compression": "snappy"}})
+
+
+def docs_frame(spark, texts, partitions=2):
+    rows = [(f"doc-{i:04d}", f"https://example.org/{i}", t) for i, t in enumerate(texts)]
+    return spark.createDataFrame(rows, "id string, url string, text string").repartition(partitions, "id")
+
+
+def read_outcomes(spark, stage_dir):
+    out = {}
+    for folder in ("kept", "rejected", "errors"):
+        path = os.path.join(stage_dir, folder)
+        out[folder] = spark.read.parquet(path).toPandas() if os.path.exists(path) else None
+    return out
+
+
+def test_score_stage_scores_through_spark_and_thresholds_separately(spark, service, tmp_path):
+    texts = corpus_texts(120)
+    expected = ScoringClient(service).score(texts)
+    cfg = score_config(service_url=service, batch_size=16)
+    stage_dir = str(tmp_path / "score")
+    stats = run_stage(ScoreStage(spark, cfg), docs_frame(spark, texts), stage_dir, "fp1", len(texts))
+    assert stats["reconciled"] and stats["records_in"] == 120 and not stats["errors"]
+    threshold = stats["threshold"]
+    assert stats["model"]["name"] and sum(stats["score_histogram"].values()) == 120
+    out = read_outcomes(spark, stage_dir)
+    kept, rejected = out["kept"], out["rejected"]
+    assert len(kept) + len(rejected) == 120 and len(kept) > 30 and len(rejected) > 30
+    assert (kept.quality_score >= threshold).all() and (rejected.quality_score < threshold).all()
+    assert set(rejected.reject_rule) == {"quality_score"}
+    assert np.allclose(rejected.reject_value, rejected.quality_score, atol=1e-6)
+    both = kept._append(rejected).sort_values("id")
+    assert np.abs(both.quality_score.to_numpy() - expected).max() < 1e-5
+    assert {"id", "url", "text"} <= set(kept.columns)
+
+    # A new threshold re-uses the stored scores: no service is started, the model is not needed.
+    rethresholded = ScoreStage(spark, score_config(threshold=0.9))
+    scored = rethresholded.load(stage_dir)
+    rethresholded.transform(scored)
+    assert rethresholded._local is None
+    again = str(tmp_path / "rethreshold")
+    stats2 = run_stage(rethresholded, scored, again, "fp2", 120)
+    assert stats2["reconciled"] and stats2["kept"] == int((expected >= 0.9).sum())
+    redone = read_outcomes(spark, again)
+    both2 = redone["kept"]._append(redone["rejected"]).sort_values("id")
+    assert np.array_equal(both2.quality_score.to_numpy(), both.quality_score.to_numpy())
+
+
+def test_without_a_service_url_the_stage_runs_its_own_and_stops_it(spark, tmp_path):
+    texts = corpus_texts(20)
+    stage = ScoreStage(spark, score_config())
+    url = stage.service_url()  # started on a free loopback port with the shipped model
+    assert url.startswith("http://127.0.0.1:") and get(url, "/readyz")[0] == 200
+    process = stage._local.process
+    stats = run_stage(stage, docs_frame(spark, texts), str(tmp_path / "score"), "fp", len(texts))
+    assert stats["reconciled"] and stats["kept"] + sum(stats["rejected"].values()) == 20
+    assert process.poll() == 0  # stopped (gracefully) when the stage finished writing
+    with pytest.raises(OSError):
+        get(url, "/healthz")
+
+
+def kill_after_first_texts(service: LocalService):
+    """Kill the service (SIGKILL) as soon as it has scored something: a crash mid-stage."""
+    def watch():
+        while True:
+            status, data = get(service.url, "/metrics")
+            if b"scoring_texts_total" in data:
+                service.process.kill()
+                return
+            time.sleep(0.02)
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_service_killed_mid_stage_fails_clearly_and_a_rerun_resumes(spark, service, tmp_path):
+    texts = corpus_texts(96)
+    dying = LocalService(DEFAULT_MODEL_DIR)
+    dying.start()
+    cfg = score_config(service_url=dying.url, batch_size=4, retries=2, backoff_s=0.05, timeout_s=10)
+    stage_dir = str(tmp_path / "score")
+    watcher = kill_after_first_texts(dying)
+    with pytest.raises(Exception) as failure:
+        run_stage(ScoreStage(spark, cfg), docs_frame(spark, texts, partitions=24), stage_dir, "fp", len(texts))
+    watcher.join(10)
+    dying.stop()
+    assert "ScoringUnavailable" in str(failure.value) and "after 3 attempts" in str(failure.value)
+    assert not os.path.exists(stage_dir) and not [p for p in os.listdir(tmp_path) if p.startswith("score.tmp")]
+
+    # Re-run once a service is back: the stage completes from scratch, every row scored.
+    stats = run_stage(ScoreStage(spark, score_config(service_url=service, batch_size=16)),
+                      docs_frame(spark, texts, partitions=24), stage_dir, "fp", len(texts))
+    assert stats["reconciled"] and not stats["errors"]
+
+
+def test_service_killed_mid_stage_under_null_policy_writes_nulls_then_rescoring_fills_them(spark, service, tmp_path):
+    texts = corpus_texts(96)
+    dying = LocalService(DEFAULT_MODEL_DIR)
+    dying.start()
+    cfg = score_config(service_url=dying.url, batch_size=4, retries=1, backoff_s=0.05, timeout_s=10,
+                       on_failure="null")
+    stage_dir = str(tmp_path / "score")
+    watcher = kill_after_first_texts(dying)
+    stats = run_stage(ScoreStage(spark, cfg), docs_frame(spark, texts, partitions=24), stage_dir, "fp", len(texts))
+    watcher.join(10)
+    dying.stop()
+    nulls = stats["errors"].get("score_unavailable", 0)
+    assert stats["reconciled"] and nulls > 0
+    errors = read_outcomes(spark, stage_dir)["errors"]
+    assert errors.quality_score.isna().all() and len(errors) == nulls
+
+    # Running the stage again on its own output scores only the rows without a score.
+    stage = ScoreStage(spark, score_config(service_url=service, batch_size=16))
+    stats2 = run_stage(stage, stage.load(stage_dir), str(tmp_path / "rerun"), "fp2", len(texts))
+    assert stats2["reconciled"] and not stats2["errors"]
+    before = read_outcomes(spark, stage_dir)
+    after = read_outcomes(spark, str(tmp_path / "rerun"))
+    scored_before = before["kept"]._append(before["rejected"]).set_index("id").quality_score
+    scored_after = after["kept"]._append(after["rejected"]).set_index("id").quality_score
+    assert np.array_equal(scored_after[scored_before.index].to_numpy(), scored_before.to_numpy())

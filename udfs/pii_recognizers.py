@@ -1,0 +1,777 @@
+"""The recognizers behind the pii stage: regex candidates, then checksums, formats and context.
+
+Every recognizer is a Presidio ``LocalRecognizer`` registered under one language code, ``xx``: the
+patterns are script-agnostic, so an English page and a Chinese page run the same set. Unlike
+Presidio's ``PatternRecognizer`` these see the whole text around a match (to reject ``v1.2.3.4`` or
+a number right after "order"), compile case-sensitively, and raise ``AnalysisTimeout`` instead of
+silently skipping a pattern that ran out of time: a document that could not be fully analysed must
+not be passed on as scrubbed.
+
+Scores follow one scale: 1.0 checksum-validated, 0.5–0.7 well-formed, below 0.4 weak shapes that
+need a context word ("SSN", "电话", …) to count. ``ContextScorer`` adds the boost, and a nearer
+negative word ("order", "订单", "ISBN", "version", …) vetoes the match.
+"""
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import phonenumbers
+import regex
+from presidio_analyzer import AnalysisExplanation, EntityRecognizer, LocalRecognizer, RecognizerResult
+from presidio_analyzer.context_aware_enhancers import ContextAwareEnhancer
+from presidio_analyzer.predefined_recognizers import IpRecognizer as PresidioIpRecognizer
+from presidio_analyzer.predefined_recognizers import UsSsnRecognizer as PresidioUsSsnRecognizer
+from presidio_analyzer.predefined_recognizers.generic.iban_patterns import regex_per_country
+
+from udfs.pii import DEFAULT_PHONE_REGIONS, PiiError
+
+LANGUAGE = "xx"
+
+
+class AnalysisTimeout(PiiError):
+    """A recognizer ran out of time on a document; the message names the recognizer, never the text."""
+
+
+class RecognizersScoreContext(ContextAwareEnhancer):
+    """Context words are scored by each recognizer on the raw text (the no-op engine has no tokens)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    pattern: str
+    score: float
+    # Something cheap to find that every match contains ("@" in an e-mail), and how far a match can
+    # reach before and after it: the full pattern then only runs around these anchors. Most pages
+    # have no "@", no "::", no "ghp_", and scanning them with a cheap regex is most of the saving.
+    anchor: str = ""
+    reach: Tuple[int, int] = (0, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checksums and number formats (pure functions, tested on the stdnum vectors)
+
+def luhn_valid(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+# ISO 13616 registry: IBAN length per country.
+IBAN_LENGTHS = dict(
+    AD=24, AE=23, AL=28, AT=20, AZ=28, BA=20, BE=16, BG=22, BH=22, BI=27, BR=29, BY=28, CH=21, CR=22, CY=28,
+    CZ=24, DE=22, DJ=27, DK=18, DO=28, EE=20, EG=29, ES=24, FI=18, FK=18, FO=18, FR=27, GB=22, GE=22, GI=23,
+    GL=18, GR=27, GT=28, HR=21, HU=28, IE=22, IL=23, IQ=23, IS=26, IT=27, JO=30, KW=30, KZ=20, LB=28, LC=32,
+    LI=21, LT=20, LU=20, LV=21, LY=25, MC=27, MD=24, ME=22, MK=19, MN=20, MR=27, MT=31, MU=30, NI=28, NL=18,
+    NO=15, OM=23, PK=24, PL=28, PS=29, PT=25, QA=29, RO=24, RS=22, RU=33, SA=24, SC=31, SD=18, SE=24, SI=19,
+    SK=24, SM=27, SO=23, ST=25, SV=28, TL=23, TN=24, TR=26, UA=29, VA=22, VG=24, XK=20, YE=30,
+)
+
+
+def iban_valid(compact: str) -> bool:
+    """The country's IBAN length, its BBAN layout (Presidio's per-country patterns, which describe
+    the leading positions), the mod-97 check digits and, where a country has them, national ones."""
+    country = compact[:2]
+    if IBAN_LENGTHS.get(country) != len(compact) or not regex.match(regex_per_country.get(country, "$^"), compact):
+        return False
+    compact = compact.upper()  # the layout says where lower case may appear; the checks ignore case
+    rearranged = compact[4:] + compact[:4]
+    if int("".join(str(int(ch, 36)) for ch in rearranged)) % 97 != 1:
+        return False
+    national = NATIONAL_CHECKS.get(country)
+    return national is None or national(compact[4:])
+
+
+def es_ccc_valid(bban: str) -> bool:
+    """Spain's account code carries two check digits of its own (bank+branch, account)."""
+    weights = (1, 2, 4, 8, 5, 10, 9, 7, 3, 6)
+
+    def check(digits: str) -> str:
+        value = 11 - sum(int(d) * w for d, w in zip(digits, weights)) % 11
+        return "1" if value == 10 else "0" if value == 11 else str(value)
+
+    return bban[8:10] == check("00" + bban[:8]) + check(bban[10:])
+
+
+NATIONAL_CHECKS = {"ES": es_ccc_valid}
+
+
+# First two digits of a Chinese administrative division code (provinces, HK/MO/TW).
+CN_PROVINCES = frozenset({
+    "11", "12", "13", "14", "15", "21", "22", "23", "31", "32", "33", "34", "35", "36", "37",
+    "41", "42", "43", "44", "45", "46", "50", "51", "52", "53", "54", "61", "62", "63", "64",
+    "65", "71", "81", "82", "83", "91",
+})
+_RIC_WEIGHTS = [pow(2, 17 - i, 11) for i in range(17)]
+
+
+def cn_ric_valid(number: str) -> bool:
+    """GB 11643 resident ID: province code, a real birth date not in the future, ISO 7064 MOD 11-2."""
+    number = number.upper()
+    if len(number) != 18 or not number[:17].isdigit() or number[:2] not in CN_PROVINCES:
+        return False
+    try:
+        born = datetime.date(int(number[6:10]), int(number[10:12]), int(number[12:14]))
+    except ValueError:
+        return False
+    if not datetime.date(1900, 1, 1) <= born <= datetime.date.today():
+        return False
+    check = (1 - sum(int(d) * w for d, w in zip(number, _RIC_WEIGHTS))) % 11
+    return number[17] == ("X" if check == 10 else str(check))
+
+
+_USCC_ALPHABET = "0123456789ABCDEFGHJKLMNPQRTUWXY"
+_USCC_WEIGHTS = [pow(3, i, 31) for i in range(17)]
+
+
+def uscc_check_char(first17: str) -> str:
+    total = sum(_USCC_ALPHABET.index(ch) * w for ch, w in zip(first17, _USCC_WEIGHTS))
+    return _USCC_ALPHABET[-total % 31]
+
+
+def cn_uscc_valid(number: str) -> bool:
+    """GB 32100 unified social credit code: 8 digits (authority, type, division), 10 code chars, mod-31 check."""
+    if len(number) != 18 or not number[:8].isdigit() or number[2:4] not in CN_PROVINCES:
+        return False
+    if any(ch not in _USCC_ALPHABET for ch in number[8:]):
+        return False
+    return uscc_check_char(number[:17]) == number[17]
+
+
+def isbn13_valid(digits: str) -> bool:
+    if len(digits) != 13 or not digits.startswith(("978", "979")):
+        return False
+    return sum(int(d) * (3 if i % 2 else 1) for i, d in enumerate(digits)) % 10 == 0
+
+
+def card_brand_ok(digits: str) -> bool:
+    """Does this length fit a card scheme whose IIN starts the number? (Luhn is checked separately.)"""
+    n = len(digits)
+    two, four = int(digits[:2]), int(digits[:4])
+    if digits[0] == "4":
+        return n in (13, 16, 19)                                   # Visa
+    if 51 <= two <= 55 or 2221 <= four <= 2720:
+        return n == 16                                             # Mastercard
+    if two in (34, 37):
+        return n == 15                                             # Amex
+    if digits[0] == "1" or four in (1800, 2131):
+        return n == 15                                             # UATP, JCB 15
+    if two == 35:
+        return 16 <= n <= 19                                       # JCB (3528-3589; generators use all of 35)
+    if 300 <= int(digits[:3]) <= 305 or two in (36, 38, 39):
+        return 14 <= n <= 19                                       # Diners
+    if 2200 <= four <= 2204:
+        return 16 <= n <= 19                                       # Mir
+    if digits[0] == "6" or two == 50 or 56 <= two <= 58:
+        return 12 <= n <= 19                                       # Discover, UnionPay, Maestro, RuPay
+    return False
+
+
+def shannon_entropy(value: str) -> float:
+    counts = Counter(value)
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+_CODE_RUN = regex.compile(r"[A-Z]{2} ?\d{2}(?:[ -][A-Za-z0-9]{1,4}){0,8}[ -]$")
+
+
+def continues_a_code(text: str, start: int) -> bool:
+    """Is the number at ``start`` the tail of an IBAN-like run ("NL91 ABNA 0417 1643 00")? Then it is
+    no phone or card number of its own, whether or not the run passes the IBAN checks."""
+    return _CODE_RUN.search(text, max(0, start - 50), start) is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# Context: words just before a match raise its score, or veto it
+
+def _word_alternation(words: Iterable[str], suffixes: Sequence[str] = ()) -> Optional[regex.Pattern]:
+    words = sorted({w.lower() for w in words}, key=len, reverse=True)
+    if not words:
+        return None
+    # ASCII words need a boundary ("ssn" but not "lessn"); CJK words match as substrings. A suffix
+    # ("order number") lets a negative word end where a positive one ("number") would.
+    ascii_words = [regex.escape(w) for w in words if w.isascii()]
+    other_words = [regex.escape(w) for w in words if not w.isascii()]
+    tail = "(?:" + "|".join(suffixes) + ")?" if suffixes else ""
+    parts = []
+    if ascii_words:
+        parts.append(r"(?<![a-z0-9])(?:" + "|".join(ascii_words) + r")(?![a-z])" + tail)
+    if other_words:
+        parts.append("(?:" + "|".join(other_words) + ")" + tail)
+    return regex.compile("|".join(parts))
+
+
+class ContextScorer:
+    """Adjust a score from the words in a window before the match, on the same line (or the line
+    before, when the value starts its own line: "电话：\n0755-…" in an extracted table).
+
+    The nearest word wins, and a negative phrase beats a positive word ending in the same place: in
+    "order placed, call 415-555-0132" the phone keeps its boost, while "call about order
+    4155550132" and "order number 4155550132" are order numbers.
+    """
+
+    NEGATIVE_SUFFIXES = (r"\s*(?:number|numbers|num|no\.?|nr\.?|id|#|:)",)
+
+    def __init__(self, positive: Sequence[str], negative: Sequence[str], window: int, boost: float = 0.35):
+        self.positive = _word_alternation(positive)
+        self.negative = _word_alternation(negative, self.NEGATIVE_SUFFIXES)
+        self.window = window
+        self.boost = boost
+
+    @staticmethod
+    def _last(pattern: Optional[regex.Pattern], text: str) -> int:
+        if pattern is None:
+            return -1
+        last = -1
+        for m in pattern.finditer(text):
+            last = m.end()
+        return last
+
+    def before(self, text: str, start: int) -> str:
+        window = text[max(0, start - self.window):start]
+        line_start = window.rfind("\n")
+        if line_start >= 0 and not window[line_start + 1:].strip():
+            line_start = window.rfind("\n", 0, line_start)
+        return window[line_start + 1:].lower()
+
+    def adjust(self, text: str, start: int, score: float) -> float:
+        before = self.before(text, start)
+        pos, neg = self._last(self.positive, before), self._last(self.negative, before)
+        if neg >= 0 and neg >= pos:
+            return 0.0
+        if pos >= 0:
+            return round(min(1.0, score + self.boost), 6)
+        return score
+
+
+# ---------------------------------------------------------------------------------------------
+# The regex recognizer base
+
+class RegexRecognizer(LocalRecognizer):
+    """Candidates from ``RULES``; ``validate`` decides each one's score (0 drops it) from its context."""
+
+    ENTITY: str = ""
+    RULES: Sequence[Rule] = ()
+    CONTEXT: Sequence[str] = ()
+    NEGATIVE_CONTEXT: Sequence[str] = ()
+
+    def __init__(self, timeout_s: float = 5.0, context_window: int = 64):
+        self.timeout_s = timeout_s
+        self._compiled = [(rule, regex.compile(rule.pattern),
+                           regex.compile(rule.anchor) if rule.anchor else None) for rule in self.RULES]
+        self._context = ContextScorer(self.CONTEXT, self.NEGATIVE_CONTEXT, context_window)
+        super().__init__(supported_entities=[self.ENTITY], supported_language=LANGUAGE, context=list(self.CONTEXT))
+
+    def load(self) -> None:
+        pass
+
+    def validate(self, text: str, match: regex.Match, rule: Rule) -> Tuple[int, int, float]:
+        """(start, end, score) of the entity this candidate holds; score 0 rejects it."""
+        return match.start(), match.end(), rule.score
+
+    def _windows(self, text: str, rule: Rule, anchor: Optional[regex.Pattern]) -> List[Tuple[int, int]]:
+        if anchor is None:
+            return [(0, len(text))]
+        windows: List[Tuple[int, int]] = []
+        before, after = rule.reach
+        for m in anchor.finditer(text, timeout=self.timeout_s):
+            lo, hi = max(0, m.start() - before), min(len(text), m.end() + after)
+            if windows and lo <= windows[-1][1]:
+                windows[-1] = (windows[-1][0], hi)
+            else:
+                windows.append((lo, hi))
+        return windows
+
+    def result(self, start: int, end: int, score: float, why: str) -> RecognizerResult:
+        return RecognizerResult(
+            entity_type=self.ENTITY, start=start, end=end, score=score,
+            analysis_explanation=AnalysisExplanation(recognizer=self.name, original_score=score,
+                                                     textual_explanation=why),
+            recognition_metadata={RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
+                                  RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id})
+
+    def analyze(self, text: str, entities: List[str], nlp_artifacts=None) -> List[RecognizerResult]:
+        results = []
+        for rule, compiled, anchor in self._compiled:
+            try:
+                for lo, hi in self._windows(text, rule, anchor):
+                    for match in compiled.finditer(text, lo, hi, timeout=self.timeout_s):
+                        start, end, score = self.validate(text, match, rule)
+                        if score > 0:
+                            score = self._context.adjust(text, start, score)
+                        if score > 0:
+                            results.append(self.result(start, end, score, rule.name))
+            except TimeoutError:
+                raise AnalysisTimeout(f"{self.name} ran past {self.timeout_s:g} s") from None
+        return EntityRecognizer.remove_duplicates(results)
+
+
+# ---------------------------------------------------------------------------------------------
+# Medium risk: e-mail, phone, IP
+
+class EmailAddressRecognizer(RegexRecognizer):
+    """RFC 5322 dot-atom local part (ASCII, so it never swallows adjacent CJK text) and a domain
+    whose suffix is on the public-suffix list (tldextract's bundled snapshot: no download)."""
+
+    ENTITY = "EMAIL"
+    _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+    RULES = (Rule("email", rf"(?<![A-Za-z0-9._%+-]){_ATOM}(?:\.{_ATOM})*@"
+                           r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]{0,61}[A-Za-z0-9]"
+                           r"(?![A-Za-z0-9-]|\.[A-Za-z0-9])", 1.0, anchor="@", reach=(70, 260)),)
+
+    def __init__(self, **kwargs):
+        import tldextract
+
+        self._suffixes = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+        super().__init__(**kwargs)
+
+    def validate(self, text, match, rule):
+        local, _, domain = match.group().rpartition("@")
+        parts = self._suffixes(domain)
+        ok = len(local) <= 64 and parts.suffix and parts.domain
+        return match.start(), match.end(), rule.score if ok else 0.0
+
+
+class PhoneNumberRecognizer(LocalRecognizer):
+    """Phone numbers: libphonenumber's matcher per region, plus two formats it misses.
+
+    libphonenumber validates against each region's number plan, so it rejects North American
+    numbers with unassigned area codes that people still write as "(555) 234-5678"; the NANP rule
+    accepts those when they are formatted as phone numbers. Chinese mobiles (``1[3-9]\\d{9}``) are
+    matched with or without separators. Bare digit runs score low unless a phone word precedes them.
+
+    The matcher only sees short windows around digit runs that could be phone numbers (at least 7
+    digits, not a date, not a "1800–2000" range): most numbers on a page are dates, prices and
+    counts, and parsing each of them once per region is what makes libphonenumber slow.
+    """
+
+    ENTITY = "PHONE"
+    CONTEXT = ("phone", "telephone", "tel", "mobile", "cell", "cellphone", "call", "fax", "contact", "reach",
+               "dial", "text", "sms", "whatsapp", "number", "ph", "mob", "telefon", "telefonnummer", "handy",
+               "téléphone", "tél", "teléfono", "telefono", "电话", "手机", "手机号", "联系", "致电", "热线",
+               "座机", "传真", "微信")
+    NEGATIVE_CONTEXT = ("order", "invoice", "tracking", "ref", "reference", "isbn", "issn", "sku", "serial",
+                        "patent", "doi", "pmid", "imei", "qq", "icp", "article", "art", "item", "model", "batch",
+                        "receipt", "transaction", "confirmation", "registration", "reg", "vat", "tax", "company",
+                        "订单", "单号", "编号", "账号", "帐号", "流水", "快递", "运单", "工号", "学号", "序列",
+                        "型号", "货号", "批号", "专利", "卡号")
+    MIN_DIGITS = 7
+    # Phone-like digit runs on one line; from leniency 1 on, not glued to a word, path or address.
+    _RUN = r"(?:\+|\b00)?[(（]?\d[\d ().\-–/（）\xa0]{5,24}\d"
+    _CANDIDATE = regex.compile(rf"(?<![A-Za-z/_@]){_RUN}(?![A-Za-z@_/])")
+    _CANDIDATE_LENIENT = regex.compile(_RUN)
+    # Dates (05.10.2016, 08-10-12, 2008-12-25) but not a phone written in pairs (01-23-45-67-89).
+    _DATE = regex.compile(r"(?<![\d./-])(?:(?:0?[1-9]|[12]\d|3[01])([./-])(?:0?[1-9]|1[0-2])\1(?:\d{4}|\d{2})"
+                          r"|(?:1[89]|20)\d{2}([./-])(?:0?[1-9]|1[0-2])\2(?:0?[1-9]|[12]\d|3[01]))(?![\d./-]\d)")
+    _GLUED_BEFORE = regex.compile(r"[A-Za-z/_@.]$")
+    _GLUED_AFTER = regex.compile(r"[A-Za-z@_]|\.[A-Za-z]|:\d")
+    _INTERNATIONAL = regex.compile(r"\+|00[1-9]")
+    _NOT_PHONE_SHAPES = regex.compile(r"\d{1,3}(?:\.\d{1,3}){3}|\d{3}([- .])\d{2}\1\d{4}")
+    _AREA_SLASH = regex.compile(r"(?:\+\d{1,3} ?(?:\(0\))?|\(?0)[\d ]{1,6}\)? ?/")
+    _RANGE = regex.compile(r"(\d{1,4})\s?[–-]\s?(\d{1,4})")
+    _NANP = regex.compile(r"(?<![\w+.-])(?:(?:\+1|001)[-. ]?)?(?:\([2-9]\d{2}\) ?|[2-9]\d{2}[-.])"
+                          r"[2-9]\d{2}[-.]\d{4}(?: ?(?:x|ext\.?|extension) ?\d{1,5})?(?![\w-]|\.\d)")
+    _CN_MOBILE = regex.compile(r"(?<![\w+])(?:(?:\+|00)86[- ]?)?1[3-9]\d(?:[- ]?\d{4}){2}(?![\w-]|\.\d)")
+    SCORE_INTERNATIONAL, SCORE_FORMATTED, SCORE_CN_MOBILE, SCORE_BARE = 0.7, 0.6, 0.5, 0.3
+
+    def __init__(self, regions: Sequence[str] = DEFAULT_PHONE_REGIONS, leniency: int = 1, context_window: int = 64):
+        self.regions = tuple(regions)
+        self.leniency = leniency
+        # A region whose international call prefix is 00 reads both "+31 6…" and "0031 6…".
+        self._idd_00_region = next((r for r in self.regions if getattr(
+            phonenumbers.PhoneMetadata.metadata_for_region(r), "international_prefix", None) == "00"), self.regions[0])
+        self._context = ContextScorer(self.CONTEXT, self.NEGATIVE_CONTEXT, context_window)
+        super().__init__(supported_entities=[self.ENTITY], supported_language=LANGUAGE, context=list(self.CONTEXT))
+
+    def load(self) -> None:
+        pass
+
+    def not_a_phone(self, raw: str) -> bool:
+        digits = [ch for ch in raw if ch.isdigit()]
+        if len(digits) < self.MIN_DIGITS or len(set(digits)) == 1 or self._DATE.search(raw):
+            return True
+        # Phone groups have 2+ digits (a country code aside): not "0.95 0.87 0.66" or an OID.
+        if sum(len(group) == 1 for group in regex.findall(r"\d+", raw)) >= 3:
+            return True
+        # Dotted quads are addresses or versions, 3-2-4 groups are SSN-shaped: neither is a phone.
+        if self._NOT_PHONE_SHAPES.fullmatch(raw.strip()):
+            return True
+        # A slash only follows an area code with its trunk prefix ("030/227-555"), never "17-24 160/ 450".
+        if "/" in raw and not self._AREA_SLASH.match(raw):
+            return True
+        span = self._RANGE.fullmatch(raw.strip())
+        return bool(span) and len(span.group(1)) == len(span.group(2))
+
+    def shape_score(self, raw: str) -> float:
+        if self._INTERNATIONAL.match(raw):
+            return self.SCORE_INTERNATIONAL
+        if any(not ch.isdigit() for ch in raw):
+            return self.SCORE_FORMATTED
+        if self._CN_MOBILE.fullmatch(raw):
+            return self.SCORE_CN_MOBILE
+        return self.SCORE_BARE
+
+    def _windows(self, text: str) -> List[Tuple[int, int, bool]]:
+        """(start, end, international) windows around candidate digit runs, merged when they touch."""
+        windows: List[Tuple[int, int, bool]] = []
+        for cand in (self._CANDIDATE if self.leniency else self._CANDIDATE_LENIENT).finditer(text):
+            if self.not_a_phone(cand.group()):
+                continue
+            lo, hi = max(0, cand.start() - 2), min(len(text), cand.end() + 12)
+            international = bool(self._INTERNATIONAL.match(cand.group()))
+            if windows and lo <= windows[-1][1]:
+                windows[-1] = (windows[-1][0], hi, windows[-1][2] and international)
+            else:
+                windows.append((lo, hi, international))
+        return windows
+
+    def _matches(self, text: str) -> Dict[Tuple[int, int], str]:
+        found: Dict[Tuple[int, int], str] = {}
+        for lo, hi, international in self._windows(text):
+            chunk = text[lo:hi]
+            # An international prefix fixes the region, so one region will do, and if no valid number
+            # is there, a possible one after "+CC" still is a phone number (libphonenumber may not
+            # know the range yet); otherwise the first region whose number plan accepts it wins.
+            if international:
+                region = self._idd_00_region
+                attempts = [(region, self.leniency)] + ([(region, 0)] if self.leniency == 1 else [])
+            else:
+                attempts = [(region, self.leniency) for region in self.regions]
+            for region, leniency in attempts:
+                hits = [(lo + m.start, lo + m.end, phonenumbers.region_code_for_number(m.number) or region)
+                        for m in phonenumbers.PhoneNumberMatcher(chunk, region, leniency=leniency)]
+                for start, end, where in hits:
+                    found.setdefault((start, end), where)
+                if hits:
+                    break
+            for rule, region in ((self._NANP, "US"), (self._CN_MOBILE, "CN")):
+                for m in rule.finditer(chunk):
+                    found.setdefault((lo + m.start(), lo + m.end()), region)
+        return found
+
+    def analyze(self, text: str, entities: List[str], nlp_artifacts=None) -> List[RecognizerResult]:
+        results = []
+        for (start, end), region in self._matches(text).items():
+            raw = text[start:end]
+            # Part of a path, a word, an address or a time ("…/303870352/8.mp3", "08-10-12 07:48").
+            glued = self.leniency and (self._GLUED_BEFORE.search(text, max(0, start - 1), start)
+                                       or self._GLUED_AFTER.match(text, end))
+            if (glued or self.not_a_phone(raw) or continues_a_code(text, start)
+                    or isbn13_valid("".join(ch for ch in raw if ch.isdigit()))):
+                continue
+            score = self._context.adjust(text, start, self.shape_score(raw))
+            if score > 0:
+                results.append(RecognizerResult(
+                    entity_type=self.ENTITY, start=start, end=end, score=score,
+                    analysis_explanation=AnalysisExplanation(
+                        recognizer=self.name, original_score=score,
+                        textual_explanation=f"Recognized as {region} region phone number"),
+                    recognition_metadata={RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
+                                          RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id}))
+        return EntityRecognizer.remove_duplicates(results)
+
+
+class IpAddressRecognizer(RegexRecognizer):
+    """IPv4 (each octet ≤ 255) and IPv6 incl. compressed, mapped and embedded forms (Presidio's
+    patterns), validated by ``ipaddress``; version strings and section numbers are vetoed."""
+
+    ENTITY = "IP_ADDRESS"
+    RULES = tuple(Rule(p.name, p.regex, p.score) if p.name == "IPv4" else
+                  Rule(p.name, p.regex, p.score, anchor=r"[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]{0,4}:", reach=(50, 70))
+                  for p in PresidioIpRecognizer.PATTERNS)
+    CONTEXT = ("ip", "ipv4", "ipv6", "address", "host", "server", "gateway", "dns", "client", "地址")
+    NEGATIVE_CONTEXT = ("version", "ver", "release", "build", "rev", "revision", "firmware", "driver",
+                        "patch", "section", "sect", "chapter", "clause", "article", "art", "§", "figure",
+                        "fig", "table", "step", "rule", "oid", "snmp", "mib", "版本", "第", "章节", "条款")
+    _TITLE_AFTER = regex.compile(r"[ \t]+\p{Lu}")
+
+    def is_heading_number(self, text: str, start: int, end: int) -> bool:
+        """"1.2.3.4 Scope" at the start of a line is a numbered heading, not an address."""
+        line_start = text.rfind("\n", 0, start) + 1
+        octets = text[start:end].split(".")
+        return (not text[line_start:start].strip() and len(octets) == 4
+                and all(o.isdigit() and int(o) <= 20 for o in octets)
+                and self._TITLE_AFTER.match(text, end) is not None)
+
+    def validate(self, text, match, rule):
+        start, end = match.span()
+        try:
+            ipaddress.ip_interface(match.group())
+        except ValueError:
+            return start, end, 0.0
+        # "v1.2.3.4", "foo==1.2.3.4", "1.2.3.4-beta" are versions.
+        glued = (text[start - 1:start] in ("v", "V") or text[end:end + 1] in ("-", "_")
+                 or text[max(0, start - 2):start] in ("==", ">=", "<=", "~=", "!="))
+        if glued or self.is_heading_number(text, start, end):
+            return start, end, 0.0
+        return start, end, rule.score
+
+
+# ---------------------------------------------------------------------------------------------
+# High risk: financial and national identifiers
+
+class CardNumberRecognizer(RegexRecognizer):
+    """13–19 digits, written solid or in the groupings cards are printed with (4-4-4-4[-3],
+    4-6-5, 4-6-4), whose prefix and length fit a card scheme and whose Luhn digit is right.
+
+    The grouping rule is what keeps IMEIs (written 2-6-6-1) and most order numbers out; a 15-digit
+    IMEI starting "35" fits no scheme's length.
+    """
+
+    ENTITY = "CREDIT_CARD"
+    RULES = (Rule("card", r"(?<![\w-])\d(?:[ -]?\d){11,18}(?![\w-])", 1.0),)
+    CONTEXT = ("credit", "card", "visa", "mastercard", "amex", "discover", "jcb", "diners", "maestro",
+               "unionpay", "cc", "信用卡", "银行卡", "卡号")
+    NEGATIVE_CONTEXT = ("imei", "imeisv", "meid", "isbn", "order", "tracking", "invoice", "serial",
+                        "订单", "单号", "快递", "运单")
+    GROUPINGS = {(4, 4, 4, 4), (4, 4, 4, 4, 3), (4, 6, 5), (4, 6, 4), (4, 4, 4, 1), (4, 4, 4, 2), (4, 4, 4, 3)}
+
+    def validate(self, text, match, rule):
+        raw = match.group()
+        groups = regex.split(r"[ -]", raw)
+        if len(set(regex.findall(r"[ -]", raw))) > 1:
+            return match.start(), match.end(), 0.0
+        # A longer run may end in a number that is not part of the card: retry at group boundaries.
+        for n in range(len(groups), 0, -1):
+            head = groups[:n]
+            digits = "".join(head)
+            if not 12 <= len(digits) <= 19 or (n > 1 and tuple(map(len, head)) not in self.GROUPINGS):
+                continue
+            if card_brand_ok(digits) and luhn_valid(digits) and not isbn13_valid(digits):
+                return match.start(), match.start() + len(digits) + n - 1, rule.score
+        return match.start(), match.end(), 0.0
+
+    def analyze(self, text: str, entities: List[str], nlp_artifacts=None) -> List[RecognizerResult]:
+        return [r for r in super().analyze(text, entities, nlp_artifacts) if not continues_a_code(text, r.start)]
+
+
+class IbanCodeRecognizer(RegexRecognizer):
+    """IBAN: country code, check digits and alphanumeric groups however spaced or cased; the
+    country's IBAN length says where it ends (so "DE89… 2 days" loses the " 2"), then its BBAN
+    layout and the mod-97 check decide."""
+
+    ENTITY = "IBAN"
+    RULES = (Rule("iban", r"(?<![A-Za-z0-9])[A-Z]{2} ?[0-9]{2}(?:[ .-]?[A-Za-z0-9]{1,4}){2,12}(?![A-Za-z0-9])", 1.0,
+                  anchor=r"[A-Z]{2} ?\d{2}", reach=(0, 60)),)
+    CONTEXT = ("iban", "bank", "account", "transfer", "银行", "账户", "帐户")
+
+    def validate(self, text, match, rule):
+        raw = match.group()
+        length, seen = IBAN_LENGTHS.get(raw[:2]), 0
+        for i, ch in enumerate(raw):
+            seen += ch.isalnum()
+            if seen == length:
+                # It must end at a group boundary, and be the country's valid IBAN.
+                if raw[i + 1:i + 2].isalnum() or not iban_valid(regex.sub(r"[ .-]", "", raw[:i + 1])):
+                    break
+                return match.start(), match.start() + i + 1, rule.score
+        return match.start(), match.end(), 0.0
+
+
+class SocialSecurityNumberRecognizer(RegexRecognizer):
+    """US SSN: Presidio's patterns (weak undelimited shapes need an "SSN" word) and its rules for
+    numbers never issued (area 000/666, zero groups, published samples)."""
+
+    ENTITY = "US_SSN"
+    RULES = tuple(Rule(p.name, p.regex, p.score, anchor=r"(?<!\d)\d{3}[- .]?\d{2}[- .]?\d{4}(?!\d)|"
+                       r"(?<!\d)\d{5}-\d{4}(?!\d)|(?<!\d)\d{3}-\d{6}(?!\d)", reach=(1, 1))
+                  for p in PresidioUsSsnRecognizer.PATTERNS)
+    CONTEXT = ("ssn", "ssns", "ss#", "social security", "social-security", "社会安全号")
+    NEGATIVE_CONTEXT = ("order", "invoice", "phone", "tel", "fax", "zip", "routing", "isbn", "case",
+                        "tracking", "account")
+
+    def __init__(self, **kwargs):
+        self._rules = PresidioUsSsnRecognizer()
+        super().__init__(**kwargs)
+
+    _DIAL_PREFIX = regex.compile(r"\+\d{1,4}[ -]*$")
+
+    def validate(self, text, match, rule):
+        invalid = self._rules.invalidate_result(match.group())
+        # "+81 158-23-2012" is a phone number in SSN shape.
+        dialled = self._DIAL_PREFIX.search(text, max(0, match.start() - 8), match.start())
+        return match.start(), match.end(), 0.0 if invalid or dialled else rule.score
+
+
+class CnResidentIdRecognizer(RegexRecognizer):
+    """Chinese resident identity card number (18 digits, last may be X), optionally grouped 6-8-4."""
+
+    ENTITY = "CN_ID"
+    RULES = (Rule("cn_ric", r"(?<![0-9A-Za-z])[1-9]\d{5}([ -]?)(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])"
+                            r"(?:0[1-9]|[12]\d|3[01])\1\d{3}[0-9Xx](?![0-9A-Za-z])", 1.0),)
+    CONTEXT = ("身份证", "身份证号", "证件号", "公民身份", "id card", "resident id")
+    NEGATIVE_CONTEXT = ("订单", "单号", "运单", "流水", "order", "tracking", "invoice")
+
+    def validate(self, text, match, rule):
+        compact = match.group().replace(" ", "").replace("-", "")
+        return match.start(), match.end(), rule.score if cn_ric_valid(compact) else 0.0
+
+
+class CnUsccRecognizer(RegexRecognizer):
+    """Chinese unified social credit code (统一社会信用代码). Scored below CN_ID so that an
+    all-digit number valid as both reads as the far more common resident ID."""
+
+    ENTITY = "CN_USCC"
+    RULES = (Rule("cn_uscc", r"(?<![0-9A-Za-z])[1-9][1-9] ?\d{6} ?[0-9A-HJ-NPQRTUWXY]{10}(?![0-9A-Za-z])", 0.9),)
+    CONTEXT = ("统一社会信用代码", "信用代码", "社会信用", "税号", "纳税人识别号", "uscc")
+
+    def validate(self, text, match, rule):
+        compact = match.group().replace(" ", "")
+        return match.start(), match.end(), rule.score if cn_uscc_valid(compact) else 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# High risk: secrets
+
+# Placeholders are written in lower case ("your-api-key-here"); an upper-case run inside a random
+# value (AWS's documented "…EXAMPLEKEY") does not make it one.
+_PLACEHOLDER = regex.compile(r"your|example|sample|dummy|placeholder|changeme|redacted|insert|(?i:xxxx)|\*\*\*|"
+                             r"<|>|\$\{|\{\{|here|test_?key|fake|abcdef|123456|0000")
+_DOTTED_NAME = regex.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[A-Z][A-Z0-9_]*")
+
+
+# Identifiers made of words: camelCase, PascalCase, snake_case, kebab-case.
+_WORD = r"(?:[A-Z]?[a-z]{2,}|[A-Z]{2,5}|\d{1,2})"
+_WORDS = regex.compile(rf"{_WORD}(?:[_-]?{_WORD})*")
+
+
+def looks_random(value: str, min_entropy: float) -> bool:
+    """A secret is long, mixes character classes, is not a code reference (``process.env.API_KEY``,
+    ``MY_SECRET_NAME``, ``clientSecretValue``) and not a placeholder."""
+    digits = sum(c.isdigit() for c in value)
+    code_reference = (_DOTTED_NAME.fullmatch(value) and digits < len(value) / 5) or _WORDS.fullmatch(value)
+    classes = (digits > 0) + any(c.islower() for c in value) + any(c.isupper() for c in value)
+    return (len(value) >= 16 and classes >= 2 and any(c.isalpha() for c in value) and not code_reference
+            and shannon_entropy(value) >= min_entropy and not _PLACEHOLDER.search(value))
+
+
+class ApiKeyRecognizer(RegexRecognizer):
+    """Credentials with a vendor prefix (AWS, GitHub, Slack, Google, Stripe, OpenAI-style, Hugging
+    Face, GitLab, npm, PyPI, SendGrid, JWTs, Telegram bots), and generic high-entropy values assigned
+    to a key-like name (``api_key = "…"``, ``"client_secret": "…"``, ``Authorization: Bearer …``).
+    Only the value is replaced, so ``api_key = "<API_KEY>"`` keeps its shape."""
+
+    ENTITY = "API_KEY"
+    _B, _E = r"(?<![A-Za-z0-9_-])", r"(?![A-Za-z0-9_-])"
+    RULES = (
+        Rule("aws_access_key",
+             rf"{_B}(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{{16}}{_E}", 1.0,
+             anchor=r"A[A-Z]{3}[A-Z0-9]{16}", reach=(1, 1)),
+        Rule("github_token", rf"{_B}gh[pousr]_[A-Za-z0-9]{{36,251}}{_E}", 1.0, anchor=r"gh[pousr]_", reach=(1, 260)),
+        Rule("github_pat", rf"{_B}github_pat_[A-Za-z0-9_]{{22,255}}{_E}", 1.0, anchor=r"github_pat_", reach=(1, 300)),
+        Rule("slack_token", rf"{_B}xox[abposre]-[A-Za-z0-9-]{{10,250}}{_E}", 1.0, anchor=r"xox", reach=(1, 300)),
+        Rule("slack_webhook", r"https://hooks\.slack\.com/services/T[A-Z0-9]{6,12}/B[A-Z0-9]{6,12}/[A-Za-z0-9]{20,32}",
+             1.0, anchor=r"hooks\.slack\.com", reach=(1, 300)),
+        Rule("google_api_key", rf"{_B}AIza[0-9A-Za-z_-]{{35}}{_E}", 1.0, anchor=r"AIza", reach=(1, 300)),
+        Rule("stripe_secret", rf"{_B}(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{{24,99}}{_E}", 1.0, anchor=r"k_(?:live|test)_",
+             reach=(2, 110)),
+        Rule("sk_token", rf"{_B}sk-(?:[A-Za-z]+-)?[A-Za-z0-9_-]{{32,200}}{_E}", 0.8, anchor=r"sk\-", reach=(1, 300)),
+        Rule("huggingface_token", rf"{_B}hf_[A-Za-z]{{34}}{_E}", 1.0, anchor=r"hf_", reach=(1, 300)),
+        Rule("gitlab_token", rf"{_B}glpat-[A-Za-z0-9_-]{{20}}{_E}", 1.0, anchor=r"glpat\-", reach=(1, 300)),
+        Rule("npm_token", rf"{_B}npm_[A-Za-z0-9]{{36}}{_E}", 1.0, anchor=r"npm_", reach=(1, 300)),
+        Rule("pypi_token", rf"{_B}pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{{50,300}}{_E}", 1.0,
+             anchor=r"pypi\-", reach=(1, 330)),
+        Rule("sendgrid_key", rf"{_B}SG\.[A-Za-z0-9_-]{{22}}\.[A-Za-z0-9_-]{{43}}{_E}", 1.0,
+             anchor=r"SG\.", reach=(1, 300)),
+        Rule("jwt", rf"{_B}eyJ[A-Za-z0-9_-]{{8,4000}}\.eyJ[A-Za-z0-9_-]{{8,4000}}\.[A-Za-z0-9_-]{{8,4000}}{_E}", 1.0,
+             anchor=r"eyJ[A-Za-z0-9_-]{8}", reach=(1, 12100)),
+        Rule("telegram_bot_token", r"(?<!\d)\d{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])", 1.0, anchor=r":AA",
+             reach=(11, 40)),
+        # The key name is matched from its keyword on (a leading "[\w.-]*" would rescan every word).
+        Rule("assigned_secret",
+             r"(?i)(?:api[_-]?key|apikey|api[_-]?secret|secret|access[_-]?key|private[_-]?key|client[_-]?secret"
+             r"|auth[_-]?token|access[_-]?token|refresh[_-]?token|token|password|passwd|account[_-]?key"
+             r"|credentials?)[A-Za-z0-9_.-]{0,40}[\"']?\s*(?:=|:|=>|:=)\s*[\"']?"
+             r"(?P<value>[A-Za-z0-9_\-+/=.~]{16,512})", 0.6,
+             anchor=r"(?i)key|secret|token|passw|credential", reach=(20, 600)),
+        Rule("bearer_token", r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9\-._~+/]{16,512}=*)", 0.6,
+             anchor=r"(?i)bearer", reach=(1, 560)),
+    )
+    MIN_ENTROPY = 3.0
+    _PREFIX = regex.compile(r"^(?:(?:[A-Za-z]+[_-])+|A[A-Z]{3}|eyJ)")
+    _TOKEN_PLACEHOLDER = regex.compile(r"(?i)your|xxxx|redacted|placeholder|<|>|\$\{|\{\{|\*\*\*")
+
+    def validate(self, text, match, rule):
+        if "value" in match.groupdict():
+            start, end = match.span("value")
+            value = match.group("value")
+            if text[end:end + 1] in ("(", "[") or not looks_random(value, self.MIN_ENTROPY):
+                return start, end, 0.0
+            return start, end, rule.score
+        # Prefixed tokens: the prefix is fixed, so judge the random part alone.
+        tail = self._PREFIX.sub("", match.group())
+        if len(set(tail)) < 8 or self._TOKEN_PLACEHOLDER.search(tail):
+            return match.start(), match.end(), 0.0
+        return match.start(), match.end(), rule.score
+
+
+class PrivateKeyRecognizer(RegexRecognizer):
+    """PEM/OpenSSH/PGP private-key blocks, whole (or to where a truncated block's base64 ends)."""
+
+    ENTITY = "PRIVATE_KEY"
+    RULES = (Rule("pem_private_key",
+                  r"-----BEGIN[A-Z ]{0,20} PRIVATE KEY(?: BLOCK)?-----"
+                  r"(?:(?!-----)[\sA-Za-z0-9+/=:,._-]){0,65536}"
+                  r"(?:-----END[A-Z ]{0,20} PRIVATE KEY(?: BLOCK)?-----)?", 1.0,
+                  anchor="PRIVATE KEY", reach=(30, 70000)),)
+
+
+# ---------------------------------------------------------------------------------------------
+# Low risk: names, places, organisations from a spaCy pipeline
+
+class SpacyNerRecognizer(LocalRecognizer):
+    """PERSON / LOCATION / ORGANIZATION from a spaCy pipeline loaded by package name or path.
+
+    ``spacy.load`` never downloads: a model that is not installed is a configuration error. spaCy's
+    NER gives no per-entity confidence, so entities get ``score``; a single character (a common
+    word as often as a name, 小明 vs 明) gets half of it.
+    """
+
+    LABELS = {"PERSON": "PERSON", "PER": "PERSON", "GPE": "LOCATION", "LOC": "LOCATION",
+              "FAC": "LOCATION", "ORG": "ORGANIZATION"}
+
+    def __init__(self, model: str, score: float = 0.85, max_length: int = 2_000_000):
+        import spacy
+
+        self.nlp = spacy.load(model)
+        keep = {"tok2vec", "transformer", "ner", "entity_ruler", "span_ruler"}
+        self.nlp.select_pipes(enable=[p for p in self.nlp.pipe_names if p in keep])
+        self.nlp.max_length = max_length + 1
+        self.score = score
+        super().__init__(supported_entities=sorted(set(self.LABELS.values())), supported_language=LANGUAGE,
+                         name=f"SpacyNerRecognizer[{model}]")
+
+    def load(self) -> None:
+        pass
+
+    def analyze(self, text: str, entities: List[str], nlp_artifacts=None) -> List[RecognizerResult]:
+        results = []
+        for ent in self.nlp(text).ents:
+            entity = self.LABELS.get(ent.label_)
+            if entity is None or not ent.text.strip():
+                continue
+            score = self.score if len(ent.text.strip()) > 1 else self.score / 2
+            results.append(RecognizerResult(
+                entity_type=entity, start=ent.start_char, end=ent.end_char, score=score,
+                analysis_explanation=AnalysisExplanation(recognizer=self.name, original_score=score,
+                                                         textual_explanation=f"spaCy {ent.label_}"),
+                recognition_metadata={RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
+                                      RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id}))
+        return results
+
+
+PATTERN_RECOGNIZERS = {
+    "EMAIL": EmailAddressRecognizer, "IP_ADDRESS": IpAddressRecognizer, "CREDIT_CARD": CardNumberRecognizer,
+    "IBAN": IbanCodeRecognizer, "US_SSN": SocialSecurityNumberRecognizer, "CN_ID": CnResidentIdRecognizer,
+    "CN_USCC": CnUsccRecognizer, "API_KEY": ApiKeyRecognizer, "PRIVATE_KEY": PrivateKeyRecognizer,
+}
