@@ -43,14 +43,6 @@ def add_run_arguments(parser: argparse.ArgumentParser, with_stages: bool = True)
         parser.add_argument("--stages", help=f"comma-separated subset of: {','.join(registry.STAGE_ORDER)}")
 
 
-def progress_safe_print(line: str) -> None:
-    """Print a summary line so Spark's console progress bar (redrawn on stderr with carriage returns)
-    cannot garble it: on a terminal erase the bar's line, in a log end the bar's unterminated line."""
-    sys.stderr.write("\r\x1b[2K" if sys.stderr.isatty() else "\n")
-    sys.stderr.flush()
-    print(line, flush=True)
-
-
 def run_dir_of(args: argparse.Namespace, cfg) -> str:
     return f"{(args.output or cfg.output).rstrip('/')}/{args.run or cfg.run}"
 

@@ -36,6 +36,7 @@ from pyspark.sql import types as T
 from pyspark.sql.window import Window
 
 from jobs.fs import HadoopFS
+from jobs.console import progress_safe_print
 from jobs.stage import Stage
 from udfs.minhash import (DedupConfig, describe_bands, estimated_jaccard, jaccard, shingles,
                           signature_batch)
@@ -231,7 +232,7 @@ class DedupStage(Stage):
         cap = s.hot_key_cap
         bands, rows = s.banding()
         curve = describe_bands(bands, rows)
-        print(f"dedup: {curve}", flush=True)
+        progress_safe_print(f"dedup: {curve}")
         self.figures = {"lsh_bands": bands, "lsh_rows": rows, "s_curve": curve}
         checkpoint = Checkpointer(self.spark, s.checkpoint_dir)
 
