@@ -29,7 +29,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -39,33 +38,11 @@ E2E = WORK / "e2e"
 BENCH_VENV = Path(os.environ.get("CORPUSMILL_BENCH_VENV", "/root/.cache/corpusmill/bench-venv"))
 sys.path.insert(0, str(ROOT))
 
+from process_tree import measure_tree  # noqa: E402  (bench/ is this script's own folder)
 
-# ---------------------------------------------------------------- measuring a process tree
 
-def measure(command, env=None, cwd=ROOT) -> dict:
-    """Run ``command``; return wall seconds, peak RSS of the whole process tree (JVM + Python workers)."""
-    import psutil
-
-    started = time.perf_counter()
-    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peak = [0]
-
-    def sample():
-        root = psutil.Process(process.pid)
-        while process.poll() is None:
-            try:
-                tree = [root] + root.children(recursive=True)
-                peak[0] = max(peak[0], sum(p.memory_info().rss for p in tree if p.is_running()))
-            except psutil.Error:
-                pass
-            time.sleep(0.2)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    output, _ = process.communicate()
-    sampler.join()
-    return {"wall_s": round(time.perf_counter() - started, 2), "peak_rss_mb": round(peak[0] / 2 ** 20),
-            "returncode": process.returncode, "output": output}
+def measure(command, env=None) -> dict:
+    return measure_tree(command, env=env, cwd=ROOT)
 
 
 # ---------------------------------------------------------------- inputs

@@ -27,9 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -38,7 +36,9 @@ ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "bench" / "work"
 RUNS = WORK / "extract-runs"
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))  # make_bench_warc
+sys.path.insert(0, str(ROOT / "bench"))  # make_bench_warc, process_tree
+
+from process_tree import measure_tree  # noqa: E402
 
 EXTRACTORS = {  # name -> extract config overrides
     "resiliparse": {"extractor": "resiliparse", "boilerplate_filter": True},
@@ -83,44 +83,9 @@ def bare_child(extractor: str, inputs) -> dict:
 
 # ---------------------------------------------------------------- orchestration
 
-def measure_tree(command) -> dict:
-    """Run ``command``; wall seconds, peak RSS and CPU seconds of its whole process tree (driver, JVM,
-    Python workers), sampled every 0.2 s. CPU per document is what a busy shared machine skews least."""
-    import psutil
-
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peak, cpu = [0], {}
-
-    def sample():
-        root = psutil.Process(process.pid)
-        while process.poll() is None:
-            try:
-                tree = [root] + root.children(recursive=True)
-            except psutil.Error:
-                break
-            rss = 0
-            for proc in tree:
-                try:
-                    rss += proc.memory_info().rss
-                    times = proc.cpu_times()
-                    cpu[proc.pid] = times.user + times.system
-                except psutil.Error:
-                    pass
-            peak[0] = max(peak[0], rss)
-            time.sleep(0.2)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    output, _ = process.communicate()
-    sampler.join()
-    return {"process_s": round(time.perf_counter() - started, 1), "peak_rss_mb": round(peak[0] / 2 ** 20),
-            "tree_cpu_s": round(sum(cpu.values()), 1), "returncode": process.returncode, "output": output}
-
-
 def measure_child(mode: str, extractor: str, inputs, run: str) -> dict:
     command = [sys.executable, __file__, "--child", mode, "--extractor", extractor, "--run", run, "--inputs", *map(str, inputs)]
-    result = measure_tree(command)
+    result = measure_tree(command, cwd=ROOT)
     if result["returncode"] != 0:
         sys.exit(f"extract_bench: {mode} {extractor} failed:\n{result['output'][-3000:]}")
     row = json.loads(result.pop("output").strip().splitlines()[-1])
@@ -136,7 +101,7 @@ COLUMNS = [("mode", "<6", "{}"), ("extractor", "<22", "{}"), ("html", ">7", "{}"
 def print_row(row: dict) -> None:
     values = [row["mode"], row["extractor"], row["responses"], row["kept"], row["errors"], row["stage_s"],
               row["kept"] / row["stage_s"],
-              row["process_s"], row["tree_cpu_s"], row["kept"] / row["tree_cpu_s"], row["peak_rss_mb"]]
+              row["wall_s"], row["tree_cpu_s"], row["kept"] / row["tree_cpu_s"], row["peak_rss_mb"]]
     print("".join(f"{fmt.format(v):{align}}" for (_, align, fmt), v in zip(COLUMNS, values)), flush=True)
 
 

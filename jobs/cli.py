@@ -20,7 +20,8 @@ if __name__ == "__main__" and not __package__:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from jobs import registry  # noqa: E402
-from jobs.config import ConfigError
+from jobs.config import ConfigError  # noqa: E402
+from jobs.console import progress_safe_print  # noqa: E402
 
 
 def check_java() -> None:
