@@ -19,6 +19,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.dedup.minhash import (MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster,
@@ -27,6 +28,25 @@ from datatrove.pipeline.readers import JsonlReader
 from datatrove.pipeline.writers import JsonlWriter
 from datatrove.utils.hashing import HashConfig
 from datatrove.utils.text import TextNormConfig
+
+
+def minhash_dedup(input_dir: str, work: Path, config: MinhashConfig, language: str = "en", workers: int = 2,
+                  kept_output: Optional[str] = None) -> None:
+    """datatrove's four MinHash steps over the JSONL files of ``input_dir``; the removed documents go to
+    ``work/removed``, the kept ones to ``kept_output`` when given."""
+    tasks = len(list(Path(input_dir).glob("*.jsonl*")))
+    LocalPipelineExecutor(pipeline=[JsonlReader(input_dir, id_key="id"),
+                                    MinhashDedupSignature(str(work / "sigs"), config=config, language=language)],
+                          tasks=tasks, workers=workers, logging_dir=str(work / "logs/sigs")).run()
+    LocalPipelineExecutor(pipeline=[MinhashDedupBuckets(str(work / "sigs"), str(work / "buckets"), config=config)],
+                          tasks=config.num_buckets, workers=workers, logging_dir=str(work / "logs/buckets")).run()
+    LocalPipelineExecutor(pipeline=[MinhashDedupCluster(str(work / "buckets"), str(work / "remove"), config=config)],
+                          tasks=1, logging_dir=str(work / "logs/cluster")).run()
+    LocalPipelineExecutor(pipeline=[JsonlReader(input_dir, id_key="id"),
+                                    MinhashDedupFilter(str(work / "remove"),
+                                                       exclusion_writer=JsonlWriter(str(work / "removed"), compression=None)),
+                                    *([JsonlWriter(kept_output)] if kept_output else [])],
+                          tasks=tasks, workers=workers, logging_dir=str(work / "logs/filter")).run()
 
 
 def main() -> int:
@@ -45,19 +65,8 @@ def main() -> int:
     config = MinhashConfig(n_grams=5, num_buckets=args.buckets, hashes_per_bucket=args.rows,
                            hash_config=HashConfig(precision=64), norm_config=norm)
     work = Path(args.work)
-    tasks = len(list(Path(args.input).glob("*.jsonl")))
     started = time.time()
-    LocalPipelineExecutor(pipeline=[JsonlReader(args.input, id_key="id"),
-                                    MinhashDedupSignature(str(work / "sigs"), config=config, language=args.language)],
-                          tasks=tasks, workers=args.workers, logging_dir=str(work / "logs/sigs")).run()
-    LocalPipelineExecutor(pipeline=[MinhashDedupBuckets(str(work / "sigs"), str(work / "buckets"), config=config)],
-                          tasks=args.buckets, workers=args.workers, logging_dir=str(work / "logs/buckets")).run()
-    LocalPipelineExecutor(pipeline=[MinhashDedupCluster(str(work / "buckets"), str(work / "remove"), config=config)],
-                          tasks=1, logging_dir=str(work / "logs/cluster")).run()
-    LocalPipelineExecutor(pipeline=[JsonlReader(args.input, id_key="id"),
-                                    MinhashDedupFilter(str(work / "remove"),
-                                                       exclusion_writer=JsonlWriter(str(work / "removed"), compression=None))],
-                          tasks=tasks, workers=args.workers, logging_dir=str(work / "logs/filter")).run()
+    minhash_dedup(args.input, work, config, args.language, args.workers)
     wall = time.time() - started
     removed = [json.loads(line)["id"] for f in sorted((work / "removed").glob("*.jsonl"))
                for line in f.read_text().splitlines()]

