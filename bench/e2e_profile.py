@@ -1,0 +1,92 @@
+"""Where extract + filter spend their CPU: each step timed alone, in one Python process, no Spark.
+
+    python bench/e2e_profile.py [--input FOLDER] [--pages 2000]
+
+Reads the first ``--pages`` HTML responses of the first file of the e2e benchmark input (see
+``bench/e2e_bench.py``) and times every step of the per-record path with ``time.process_time``,
+each over all pages before the next (so caches are warm as in a long Spark task): WARC parsing,
+decoding, HTML parsing, the boilerplate selector, resiliparse extraction, the line filter,
+normalisation; then the filter on the extracted texts: fastText LID, the quality signals, n-gram
+perplexity, and ``DocumentFilter.apply`` as a whole. Prints milliseconds of CPU per page; the Spark
+stages add Arrow conversion, Parquet I/O and the JVM on top (``bench/e2e_bench.py`` measures those
+as whole-process CPU).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def timed(label: str, function, items, results: dict):
+    started = time.process_time()
+    out = [function(item) for item in items]
+    results[label] = (time.process_time() - started) * 1000 / len(items)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--input", default=str(ROOT / "bench" / "work" / "extract-bench-20000.parts"))
+    parser.add_argument("--pages", type=int, default=2000)
+    args = parser.parse_args()
+
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.html import HTMLTree
+    from warcio.archiveiterator import ArchiveIterator
+
+    from jobs.config import load
+    from udfs.boilerplate import drop_boilerplate_lines, furniture_selector
+    from udfs.filter import DocumentFilter
+    from udfs.html import _MAIN_CONTENT, charset_from_content_type, decode_html
+    from udfs.quality import compute_signals
+    from udfs.text import normalize_text
+
+    warc = sorted(Path(args.input).glob("*.warc*"))[0]
+    ms: dict = {}
+    started = time.process_time()
+    payloads = []
+    with open(warc, "rb") as stream:
+        for record in ArchiveIterator(stream):
+            if record.rec_type == "response":
+                payloads.append((record.http_headers.get_header("Content-Type"), record.content_stream().read()))
+                if len(payloads) == args.pages:
+                    break
+    ms["warc: warcio parse + gunzip"] = (time.process_time() - started) * 1000 / len(payloads)
+    decoded = timed("decode charset", lambda p: decode_html(p[1], charset_from_content_type(p[0]))[0], payloads, ms)
+    htmls = [h for h in decoded if h]
+    trees = timed("html: resiliparse parse", HTMLTree.parse, htmls, ms)
+    selectors = timed("html: boilerplate selector (udfs/boilerplate.py)", furniture_selector, htmls, ms)
+    texts = timed("html: resiliparse main content with selector",
+                  lambda pair: extract_plain_text(pair[0], skip_elements=[pair[1]], **_MAIN_CONTENT),
+                  list(zip(trees, selectors)), ms)
+    texts = timed("html: boilerplate line filter", drop_boilerplate_lines, texts, ms)
+    texts = [t for t in timed("normalise text", normalize_text, texts, ms) if t]
+
+    doc_filter = DocumentFilter(load(None).filter)
+    doc_filter.apply(texts[:20])  # load the models first
+    langs = timed("filter: fastText LID", lambda t: doc_filter.identifier.predict([t])[0][0], texts, ms)
+    timed("filter: quality signals (udfs/quality.py)",
+          lambda pair: compute_signals(pair[0], doc_filter.stop_words.get(pair[1])), list(zip(texts, langs)), ms)
+    timed("filter: n-gram perplexity", lambda pair: doc_filter.perplexity.score([pair[0]], [pair[1]]),
+          list(zip(texts, langs)), ms)
+    started = time.process_time()
+    for i in range(0, len(texts), 1000):
+        doc_filter.apply(texts[i:i + 1000])
+    whole_filter = (time.process_time() - started) * 1000 / len(texts)
+
+    print(f"{len(payloads)} pages of {warc.name}, mean HTML {sum(map(len, htmls)) / len(htmls) / 1000:.0f} k chars; "
+          f"CPU ms per page:")
+    for label, value in ms.items():
+        print(f"  {label:<52} {value:6.2f}")
+    extract = sum(v for k, v in ms.items() if not k.startswith("filter"))
+    print(f"  {'extract, sum of steps':<52} {extract:6.2f}")
+    print(f"  {'filter, DocumentFilter.apply in batches of 1000':<52} {whole_filter:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
