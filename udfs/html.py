@@ -47,13 +47,15 @@ def decode_html(payload: bytes, http_charset: Optional[str]) -> Tuple[Optional[s
     Returns ``(text, codec)``; ``(None, None)`` when no candidate decodes cleanly enough.
     """
     meta = _META_CHARSET.search(payload[:4096])
-    # Lazily: detection is only needed when no declared charset decodes the page.
-    candidates = (lambda: _codec(http_charset),
-                  lambda: _codec(meta.group(1).decode("ascii", "ignore") if meta else None),
-                  lambda: _codec(detect_encoding(payload[:65536])), lambda: "utf-8")
+
+    def candidates():  # lazily: detection runs only when no declared charset decodes the page
+        yield _codec(http_charset)
+        yield _codec(meta.group(1).decode("ascii", "ignore") if meta else None)
+        yield _codec(detect_encoding(payload[:65536]))
+        yield "utf-8"
+
     tried = []
-    for candidate in candidates:
-        codec = candidate()
+    for codec in candidates():
         if codec and codec not in tried:
             tried.append(codec)
             try:
