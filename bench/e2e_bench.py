@@ -196,10 +196,11 @@ def datatrove(folder: Path, cores: int) -> dict:
     runs = {"extract_filter": measure(worker + ["--datatrove-worker", "extract_filter", str(folder), str(out),
                                                 str(cores)], env=env)}
     if runs["extract_filter"]["returncode"] == 0:
-        runs["dedup_tokenize"] = measure(worker + ["--datatrove-worker", "dedup_tokenize", str(cl100k_tokenizer_json()),
-                                                   str(out), str(cores)], env=env)
-    if runs["extract_filter"]["returncode"] == 0:
         runs["extract_filter"]["docs_out"] = count_jsonl(out / "filtered")
+        runs["dedup_tokenize"] = dedup = measure(worker + ["--datatrove-worker", "dedup_tokenize",
+                                                           str(cl100k_tokenizer_json()), str(out), str(cores)], env=env)
+        if dedup["returncode"] == 0:
+            dedup["steps"] = json.loads(dedup["output"].strip().splitlines()[-1])  # wall s per step
     return runs
 
 
@@ -265,8 +266,8 @@ def main() -> None:
             continue
         kept = f" ({result['docs_out']} kept)" if result.get("docs_out") is not None else ""
         print_row(f"datatrove 0.10.1 {step.replace('_', '+')}{kept}", result, pages)
-        if step == "dedup_tokenize":
-            print(f"{'':<4}steps: {result['output'].strip().splitlines()[-1]}")
+        if "steps" in result:
+            print(f"{'':<4}steps (wall s): " + ", ".join(f"{k} {v:.1f}" for k, v in result["steps"].items()))
     dt = results.get("datatrove", {}).get("extract_filter")
     if dt and dt["returncode"] == 0:
         print(f"\ncorpusmill extract+filter vs datatrove: {dt['wall_s'] / filtered['wall_s']:.1f}x the docs/s "
