@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
-from jobs.config import ConfigError
+from stdnum import luhn
+from stdnum.cn import uscc
 
-# Presidio (and the spaCy it imports) takes seconds to import: only a scrubber pulls in
-# udfs.pii_recognizers, so the config, the CLI and the driver stay light.
+from udfs.config import ConfigError
+from udfs.pii_errors import DocumentTooLong, PiiError
+
 NER_ENTITIES = ("PERSON", "LOCATION", "ORGANIZATION")
 DEFAULT_PHONE_REGIONS = ("US", "GB", "DE", "FR", "IL", "IN", "CA", "BR", "CN")
 HIGH = ["PRIVATE_KEY", "API_KEY", "CN_ID", "CN_USCC", "CREDIT_CARD", "IBAN", "US_SSN"]
@@ -136,14 +138,6 @@ def _spacy_model_available(model: str) -> bool:
     return Path(model).is_dir() or spacy.util.is_package(model)
 
 
-class PiiError(Exception):
-    """A document the stage cannot scrub; the message is safe to count (it never holds text)."""
-
-
-class DocumentTooLong(PiiError):
-    pass
-
-
 class Finding(NamedTuple):
     entity: str
     start: int
@@ -161,6 +155,8 @@ class PiiScrubber:
     """Analyzer + policy + replacement for one config; build once per worker (``scrubber_for``)."""
 
     def __init__(self, cfg: PiiConfig):
+        # Presidio (and the spaCy it imports) takes seconds to import: only a scrubber pulls them in,
+        # so the config classes, the CLI and the driver, which import this module, stay light.
         from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
         from presidio_analyzer.nlp_engine import NoOpNlpEngine
 
@@ -316,8 +312,6 @@ class FakeValues:
         return "".join(out)
 
     def make(self, entity: str, value: str, rng: random.Random) -> str:
-        from udfs.pii_recognizers import luhn_valid, uscc_check_char
-
         local = self.zh if _CJK.search(value) else self.en
         if entity == "EMAIL":
             return self.en.email()  # example.* domains: never someone's real mailbox
@@ -327,9 +321,8 @@ class FakeValues:
             return self.en.ipv6() if ":" in value else self.en.ipv4()
         if entity == "CREDIT_CARD":
             card = self.reshape(value, rng, keep=4)
-            digits = [c for c in card if c.isdigit()]
-            body = "".join(digits[:-1])
-            return card[:-1] + next(d for d in "0123456789" if luhn_valid(body + d))
+            body = "".join(c for c in card[:-1] if c.isdigit())
+            return card[:-1] + luhn.calc_check_digit(body)
         if entity == "IBAN":
             return self.en.iban()
         if entity == "US_SSN":
@@ -339,7 +332,7 @@ class FakeValues:
         if entity == "CN_USCC":
             body = "91" + rng.choice(["11", "31", "44", "51"]) + "".join(rng.choice("0123456789") for _ in range(4)) \
                 + "".join(rng.choice("0123456789ABCDEFGHJKLMNPQRTUWXY") for _ in range(9))
-            return body + uscc_check_char(body)
+            return body + uscc.calc_check_digit(body)
         if entity == "API_KEY":
             return self.reshape(value, rng, keep=4)
         if entity == "PERSON":

@@ -27,14 +27,13 @@ from presidio_analyzer.context_aware_enhancers import ContextAwareEnhancer
 from presidio_analyzer.predefined_recognizers import IpRecognizer as PresidioIpRecognizer
 from presidio_analyzer.predefined_recognizers import UsSsnRecognizer as PresidioUsSsnRecognizer
 from presidio_analyzer.predefined_recognizers.generic.iban_patterns import regex_per_country
+from stdnum import iban, isbn, luhn
+from stdnum.cn import ric, uscc
+from stdnum.exceptions import InvalidComponent, ValidationError
 
-from udfs.pii import DEFAULT_PHONE_REGIONS, PiiError
+from udfs.pii_errors import AnalysisTimeout
 
 LANGUAGE = "xx"
-
-
-class AnalysisTimeout(PiiError):
-    """A recognizer ran out of time on a document; the message names the recognizer, never the text."""
 
 
 class RecognizersScoreContext(ContextAwareEnhancer):
@@ -54,55 +53,24 @@ class Rule:
 
 
 # ---------------------------------------------------------------------------------------------
-# Checksums and number formats (pure functions, tested on the stdnum vectors)
+# Number checks beyond python-stdnum's checksums
 
-def luhn_valid(digits: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = ord(ch) - 48
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
-
-
-# ISO 13616 registry: IBAN length per country.
-IBAN_LENGTHS = dict(
-    AD=24, AE=23, AL=28, AT=20, AZ=28, BA=20, BE=16, BG=22, BH=22, BI=27, BR=29, BY=28, CH=21, CR=22, CY=28,
-    CZ=24, DE=22, DJ=27, DK=18, DO=28, EE=20, EG=29, ES=24, FI=18, FK=18, FO=18, FR=27, GB=22, GE=22, GI=23,
-    GL=18, GR=27, GT=28, HR=21, HU=28, IE=22, IL=23, IQ=23, IS=26, IT=27, JO=30, KW=30, KZ=20, LB=28, LC=32,
-    LI=21, LT=20, LU=20, LV=21, LY=25, MC=27, MD=24, ME=22, MK=19, MN=20, MR=27, MT=31, MU=30, NI=28, NL=18,
-    NO=15, OM=23, PK=24, PL=28, PS=29, PT=25, QA=29, RO=24, RS=22, RU=33, SA=24, SC=31, SD=18, SE=24, SI=19,
-    SK=24, SM=27, SO=23, ST=25, SV=28, TL=23, TN=24, TR=26, UA=29, VA=22, VG=24, XK=20, YE=30,
-)
-
-
-def iban_valid(compact: str) -> bool:
-    """The country's IBAN length, its BBAN layout (Presidio's per-country patterns, which describe
-    the leading positions), the mod-97 check digits and, where a country has them, national ones."""
-    country = compact[:2]
-    if IBAN_LENGTHS.get(country) != len(compact) or not regex.match(regex_per_country.get(country, "$^"), compact):
+def iban_valid(number: str) -> bool:
+    """stdnum's IBAN checks: the country's length and BBAN layout, mod-97, and national check digits
+    where a country has them. stdnum reads the number in upper case, so the number as written must
+    also fit Presidio's pattern for its country, which says where lower case may appear ("LV80 bANK…"
+    is no IBAN). A Belgian bank code missing from stdnum's bank list (InvalidComponent, raised after
+    every checksum passed) still counts: a snapshot of banks lags behind the banks."""
+    written = regex.sub(r"[ .-]", "", number)
+    if not regex.match(regex_per_country.get(written[:2], "$^"), written):
         return False
-    compact = compact.upper()  # the layout says where lower case may appear; the checks ignore case
-    rearranged = compact[4:] + compact[:4]
-    if int("".join(str(int(ch, 36)) for ch in rearranged)) % 97 != 1:
+    try:
+        iban.validate(number)
+    except InvalidComponent:
+        return iban.is_valid(number, check_country=False)
+    except ValidationError:
         return False
-    national = NATIONAL_CHECKS.get(country)
-    return national is None or national(compact[4:])
-
-
-def es_ccc_valid(bban: str) -> bool:
-    """Spain's account code carries two check digits of its own (bank+branch, account)."""
-    weights = (1, 2, 4, 8, 5, 10, 9, 7, 3, 6)
-
-    def check(digits: str) -> str:
-        value = 11 - sum(int(d) * w for d, w in zip(digits, weights)) % 11
-        return "1" if value == 10 else "0" if value == 11 else str(value)
-
-    return bban[8:10] == check("00" + bban[:8]) + check(bban[10:])
-
-
-NATIONAL_CHECKS = {"ES": es_ccc_valid}
+    return True
 
 
 # First two digits of a Chinese administrative division code (provinces, HK/MO/TW).
@@ -111,46 +79,32 @@ CN_PROVINCES = frozenset({
     "41", "42", "43", "44", "45", "46", "50", "51", "52", "53", "54", "61", "62", "63", "64",
     "65", "71", "81", "82", "83", "91",
 })
-_RIC_WEIGHTS = [pow(2, 17 - i, 11) for i in range(17)]
 
 
 def cn_ric_valid(number: str) -> bool:
-    """GB 11643 resident ID: province code, a real birth date not in the future, ISO 7064 MOD 11-2."""
-    number = number.upper()
+    """GB 11643 resident ID: province code, a real birth date not in the future, ISO 7064 MOD 11-2.
+
+    Not ``stdnum.cn.ric.is_valid``: it also wants the county code to have existed in the birth
+    year, but an ID carries the code of the county that issued it, often created later (most IDs
+    of people born before 1990 would be missed)."""
+    number = ric.compact(number)
     if len(number) != 18 or not number[:17].isdigit() or number[:2] not in CN_PROVINCES:
         return False
     try:
-        born = datetime.date(int(number[6:10]), int(number[10:12]), int(number[12:14]))
-    except ValueError:
+        born = ric.get_birth_date(number)
+    except ValidationError:
         return False
-    if not datetime.date(1900, 1, 1) <= born <= datetime.date.today():
-        return False
-    check = (1 - sum(int(d) * w for d, w in zip(number, _RIC_WEIGHTS))) % 11
-    return number[17] == ("X" if check == 10 else str(check))
-
-
-_USCC_ALPHABET = "0123456789ABCDEFGHJKLMNPQRTUWXY"
-_USCC_WEIGHTS = [pow(3, i, 31) for i in range(17)]
-
-
-def uscc_check_char(first17: str) -> str:
-    total = sum(_USCC_ALPHABET.index(ch) * w for ch, w in zip(first17, _USCC_WEIGHTS))
-    return _USCC_ALPHABET[-total % 31]
+    return datetime.date(1900, 1, 1) <= born <= datetime.date.today() and number[17] == ric.calc_check_digit(number)
 
 
 def cn_uscc_valid(number: str) -> bool:
-    """GB 32100 unified social credit code: 8 digits (authority, type, division), 10 code chars, mod-31 check."""
-    if len(number) != 18 or not number[:8].isdigit() or number[2:4] not in CN_PROVINCES:
-        return False
-    if any(ch not in _USCC_ALPHABET for ch in number[8:]):
-        return False
-    return uscc_check_char(number[:17]) == number[17]
+    """GB 32100 unified social credit code (8 digits, 10 code chars, mod-31 check: stdnum) whose
+    division code names a province."""
+    return number[2:4] in CN_PROVINCES and uscc.is_valid(number)
 
 
 def isbn13_valid(digits: str) -> bool:
-    if len(digits) != 13 or not digits.startswith(("978", "979")):
-        return False
-    return sum(int(d) * (3 if i % 2 else 1) for i, d in enumerate(digits)) % 10 == 0
+    return isbn.isbn_type(digits) == "ISBN13"
 
 
 def card_brand_ok(digits: str) -> bool:
@@ -384,7 +338,7 @@ class PhoneNumberRecognizer(LocalRecognizer):
     _CN_MOBILE = regex.compile(r"(?<![\w+])(?:(?:\+|00)86[- ]?)?1[3-9]\d(?:[- ]?\d{4}){2}(?![\w-]|\.\d)")
     SCORE_INTERNATIONAL, SCORE_FORMATTED, SCORE_CN_MOBILE, SCORE_BARE = 0.7, 0.6, 0.5, 0.3
 
-    def __init__(self, regions: Sequence[str] = DEFAULT_PHONE_REGIONS, leniency: int = 1, context_window: int = 64):
+    def __init__(self, regions: Sequence[str], leniency: int = 1, context_window: int = 64):
         self.regions = tuple(regions)
         self.leniency = leniency
         # A region whose international call prefix is 00 reads both "+31 6…" and "0031 6…".
@@ -547,7 +501,7 @@ class CardNumberRecognizer(RegexRecognizer):
             digits = "".join(head)
             if not 12 <= len(digits) <= 19 or (n > 1 and tuple(map(len, head)) not in self.GROUPINGS):
                 continue
-            if card_brand_ok(digits) and luhn_valid(digits) and not isbn13_valid(digits):
+            if card_brand_ok(digits) and luhn.is_valid(digits) and not isbn13_valid(digits):
                 return match.start(), match.start() + len(digits) + n - 1, rule.score
         return match.start(), match.end(), 0.0
 
@@ -556,25 +510,22 @@ class CardNumberRecognizer(RegexRecognizer):
 
 
 class IbanCodeRecognizer(RegexRecognizer):
-    """IBAN: country code, check digits and alphanumeric groups however spaced or cased; the
-    country's IBAN length says where it ends (so "DE89… 2 days" loses the " 2"), then its BBAN
-    layout and the mod-97 check decide."""
+    """IBAN: country code, check digits and alphanumeric groups however spaced or cased. It ends at
+    the first group boundary where stdnum finds a valid IBAN (the country's length and BBAN layout,
+    the mod-97 check digits and any national ones), so "DE89… 2 days" loses the " 2"."""
 
     ENTITY = "IBAN"
     RULES = (Rule("iban", r"(?<![A-Za-z0-9])[A-Z]{2} ?[0-9]{2}(?:[ .-]?[A-Za-z0-9]{1,4}){2,12}(?![A-Za-z0-9])", 1.0,
                   anchor=r"[A-Z]{2} ?\d{2}", reach=(0, 60)),)
     CONTEXT = ("iban", "bank", "account", "transfer", "银行", "账户", "帐户")
 
+    _GROUP_END = regex.compile(r"[A-Za-z0-9](?![A-Za-z0-9])")
+
     def validate(self, text, match, rule):
         raw = match.group()
-        length, seen = IBAN_LENGTHS.get(raw[:2]), 0
-        for i, ch in enumerate(raw):
-            seen += ch.isalnum()
-            if seen == length:
-                # It must end at a group boundary, and be the country's valid IBAN.
-                if raw[i + 1:i + 2].isalnum() or not iban_valid(regex.sub(r"[ .-]", "", raw[:i + 1])):
-                    break
-                return match.start(), match.start() + i + 1, rule.score
+        for group in self._GROUP_END.finditer(raw):
+            if iban_valid(raw[:group.end()]):
+                return match.start(), match.start() + group.end(), rule.score
         return match.start(), match.end(), 0.0
 
 
