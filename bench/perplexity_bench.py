@@ -16,7 +16,7 @@ plus any ``--model LANG=PATH``.
 3. Prints the per-language perplexity percentiles of the web pages (what ``max_perplexity`` and the
    bucket cut-offs act on) and of junk text (SMS spam, chat, shuffled words).
 4. Where the scoring-model evaluation sets exist (``bench/work/quality-data/eval``, written by
-   ``scoring_service``'s corpus preparation), the ROC AUC of -perplexity at telling positive from
+   ``python -m tools.quality_corpus``), the ROC AUC of -perplexity at telling positive from
    negative pages.
 """
 from __future__ import annotations
@@ -36,7 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from udfs.langid import LanguageIdentifier  # noqa: E402
-from udfs.ngram_lm import kenlm_available, paragraphs_of_file, tokenize  # noqa: E402
+from tools.ngram_lm_train import paragraphs_of_file  # noqa: E402
+from udfs.ngram_lm import kenlm_available, tokenize  # noqa: E402
 from udfs.perplexity import PerplexityConfig, PerplexityScorer, _models  # noqa: E402
 from udfs.warc import ExtractConfig, WarcDocumentReader  # noqa: E402
 

@@ -22,15 +22,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from scoring_service import default_corpus  # noqa: E402
 from scoring_service.client import LocalService, ScoringClient  # noqa: E402
 from scoring_service.artifacts import DEFAULT_MODEL_DIR  # noqa: E402
+from tools import quality_corpus  # noqa: E402
 
 
 def bench_texts(data: str, n: int):
     rng = random.Random(7)
-    prose = [e.text for e in default_corpus.gutenberg(data, rng)]
-    short = [e.text for e in default_corpus.sms(data, rng) + default_corpus.pros_cons(data, rng)]
+    prose = [e.text for e in quality_corpus.gutenberg(data, rng)]
+    short = [e.text for e in quality_corpus.sms(data, rng) + quality_corpus.pros_cons(data, rng)]
     texts = rng.sample(prose, n // 2) + rng.sample(short, n - n // 2)
     rng.shuffle(texts)
     return texts

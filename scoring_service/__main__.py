@@ -1,4 +1,5 @@
-"""``python -m scoring_service {serve,train,evaluate,prepare-default}``."""
+"""``python -m scoring_service {serve,train,evaluate}``; the shipped model's training data is built by
+``python -m tools.quality_corpus``."""
 from __future__ import annotations
 
 import argparse
@@ -56,13 +57,6 @@ def _evaluate(args) -> int:
     return 0
 
 
-def _prepare_default(args) -> int:
-    from scoring_service.default_corpus import prepare
-
-    prepare(args.data, args.out)
-    return 0
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scoring_service",
                                      description="MindSpore text-quality model: train, evaluate, serve.")
@@ -111,12 +105,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     evaluate.add_argument("--threshold", type=float, help="default: the model's own threshold")
     evaluate.add_argument("--device", default="CPU")
     evaluate.set_defaults(run=_evaluate)
-
-    prepare = commands.add_parser("prepare-default", help="build the shipped model's training and evaluation "
-                                                          "sets from the project's shared corpora")
-    prepare.add_argument("--data", default="../shared/data", help="the shared data folder")
-    prepare.add_argument("--out", default="bench/work/quality-data")
-    prepare.set_defaults(run=_prepare_default)
 
     args = parser.parse_args(argv)
     code = args.run(args)

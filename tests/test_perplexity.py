@@ -11,10 +11,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from conftest import shared
-from jobs.config import ConfigError, build
 from jobs.perplexity import with_perplexity, with_ppl_bucket
-from udfs.ngram_lm import (BOS, EOS, UNK, KenLMModel, NgramModel, estimate, main, paragraphs_of_file,
-                           read_arpa, tokenize, write_arpa)
+from tools.ngram_lm_train import estimate, main, paragraphs_of_file
+from udfs.config import ConfigError, build
+from udfs.ngram_lm import BOS, EOS, UNK, KenLMModel, NgramModel, read_arpa, tokenize, write_arpa
 from udfs.perplexity import MODELS_DIR, SHIPPED, PerplexityConfig, PerplexityScorer
 
 # ---------------------------------------------------------------- estimation and the ARPA format

@@ -9,9 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import shared
-from scoring_service import default_corpus, metrics
+from scoring_service import metrics
 from scoring_service.features import FeatureHasher, HashingSpec, normalize
 from scoring_service.artifacts import CARD, CHECKPOINT, DEFAULT_MODEL_DIR, MINDIR, read_info
+from tools import quality_corpus
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +157,7 @@ def test_shipped_model_ranks_article_bodies_above_their_pages_boilerplate(shippe
     # page against the rest of the same page. Bars: clearly above ranking by length, and at the
     # shipped threshold most articles kept and most boilerplate rejected.
     data = str(shared("html/trafilatura-eval").parent.parent)
-    positives, negatives = default_corpus.traf_eval(data, limit=150)
+    positives, negatives = quality_corpus.traf_eval(data, limit=150)
     auc, at = _auc(shipped, positives, negatives)
     assert auc >= 0.93 and auc >= _length_auc(positives, negatives) + 0.05, (auc, at)
     assert at["accuracy"] >= 0.85, at
@@ -166,9 +167,9 @@ def test_shipped_model_ranks_news_above_chat_and_chinese_news_above_chinese_boil
     import random
 
     data = str(shared("corpora").parent)
-    auc_en, _ = _auc(shipped, *default_corpus.news_vs_chat(data, random.Random(1)))
+    auc_en, _ = _auc(shipped, *quality_corpus.news_vs_chat(data, random.Random(1)))
     assert auc_en >= 0.95
     # People's Daily (research-only, so never trained on) against ClueWeb09 Chinese page boilerplate.
-    positives, negatives = default_corpus.peoples_daily(data, random.Random(1))
+    positives, negatives = quality_corpus.peoples_daily(data, random.Random(1))
     auc_zh, _ = _auc(shipped, positives[:150], negatives)
     assert auc_zh >= 0.85

@@ -1,6 +1,6 @@
-"""The recipe of the shipped default model's data, built from the project's shared corpora.
+"""The recipe of the shipped quality model's data, built from the project's shared corpora.
 
-    python -m scoring_service prepare-default --data ../shared/data --out bench/work/quality-data
+    python -m tools.quality_corpus --data ../shared/data --out bench/work/quality-data
 
 writes ``train/{positive,negative}/<source>.jsonl`` (only permissively licensed text: public domain,
 CC BY, CC BY-SA, MIT, Apache-2.0) and ``eval/<set>/{positive,negative}.jsonl`` (held-out sets from
@@ -16,15 +16,17 @@ decide the label.
 """
 from __future__ import annotations
 
+import argparse
 import html as html_lib
 import json
 import math
 import os
 import random
 import re
+import sys
 import zipfile
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, Iterator, List, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from scoring_service.corpus import Example, write_jsonl
 
@@ -165,7 +167,7 @@ def page_examples(pages: Iterable[Page], source: str, licence: str, rng: random.
 
 # ---------------------------------------------------------------- corpora
 
-def _zip_texts(path: str, suffix: str = ".txt") -> Iterator[Tuple[str, str]]:
+def zip_texts(path: str, suffix: str = ".txt") -> Iterator[Tuple[str, str]]:
     with zipfile.ZipFile(path) as zf:
         for name in sorted(zf.namelist()):
             if name.endswith(suffix) and not name.endswith("README.txt"):
@@ -196,7 +198,7 @@ def gutenberg(data: str, rng: random.Random) -> List[Example]:
 def speeches(data: str, rng: random.Random) -> List[Example]:
     docs = [(name, paragraphs_of(text, wrapped=False))
             for archive in ("inaugural.zip", "state_union.zip")
-            for name, text in _zip_texts(os.path.join(data, "corpora/en", archive))]
+            for name, text in zip_texts(os.path.join(data, "corpora/en", archive))]
     return _prose("us-presidential-speeches", "public domain", docs, rng)
 
 
@@ -223,15 +225,20 @@ def wiki_plain(markup: str) -> List[str]:
     return paras
 
 
-def wikipedia(data: str, rng: random.Random) -> List[Example]:
-    # The dump is cut off mid-page, so pages are matched as text rather than parsed as XML.
-    with open(os.path.join(data, "corpora/en/enwiki-head-articles.xml"), encoding="utf-8") as fh:
+def wiki_articles(path: str) -> Iterator[Tuple[str, List[str]]]:
+    """Title and prose paragraphs (40 characters or more) of each article of a MediaWiki XML dump,
+    redirects skipped."""
+    with open(path, encoding="utf-8") as fh:
         dump = fh.read()
-    docs = []
+    # A dump may be cut off mid-page, so pages are matched as text rather than parsed as XML.
     for page in re.finditer(r"<title>(.*?)</title>.*?<text[^>]*>(.*?)</text>", dump, re.S):
         title, markup = page.group(1), page.group(2)
         if not markup.lstrip().lower().startswith("#redirect"):
-            docs.append((title, [p for p in wiki_plain(markup) if len(p) >= 40]))
+            yield title, [p for p in wiki_plain(markup) if len(p) >= 40]
+
+
+def wikipedia(data: str, rng: random.Random) -> List[Example]:
+    docs = list(wiki_articles(os.path.join(data, "corpora/en/enwiki-head-articles.xml")))
     return _prose("wikipedia-en", "CC BY-SA 3.0", docs, rng)
 
 
@@ -241,7 +248,7 @@ UDHR_CHINESE = ("udhr2/cmn_hans.txt", "udhr2/cmn_hant.txt")
 def udhr(data: str, rng: random.Random) -> List[Example]:
     # ~380 languages: prose in scripts the other positives never show.
     docs = [(name, paragraphs_of(text, wrapped=False))
-            for name, text in _zip_texts(os.path.join(data, "corpora/multilingual/udhr2.zip"))
+            for name, text in zip_texts(os.path.join(data, "corpora/multilingual/udhr2.zip"))
             if name not in UDHR_CHINESE]
     return _prose("udhr-multilingual", "public domain", docs, rng, 200, 2000)
 
@@ -250,7 +257,7 @@ def udhr_chinese(data: str, rng: random.Random) -> List[Example]:
     # The only permissively licensed Chinese prose at hand (People's Daily is research only): the
     # declaration in simplified and traditional script, in short units so that it counts.
     docs = [(name, paragraphs_of(text, wrapped=False))
-            for name, text in _zip_texts(os.path.join(data, "corpora/multilingual/udhr2.zip"))
+            for name, text in zip_texts(os.path.join(data, "corpora/multilingual/udhr2.zip"))
             if name in UDHR_CHINESE]
     return _prose("udhr-chinese", "public domain", docs, rng, 60, 800)
 
@@ -271,7 +278,7 @@ def sms(data: str, rng: random.Random) -> List[Example]:
 
 def pros_cons(data: str, rng: random.Random) -> List[Example]:
     lines = [re.sub(r"</?(?:Pros|Cons)>", "", line).strip()
-             for _, text in _zip_texts(os.path.join(data, "corpora/low/pros_cons.zip"))
+             for _, text in zip_texts(os.path.join(data, "corpora/low/pros_cons.zip"))
              for line in text.splitlines()]
     lines = [line for line in lines if line]
     return [Example(t, "pros-cons", "CC BY 4.0", f"pros_cons:{i // 50}")
@@ -355,7 +362,7 @@ def clueweb(data: str, lang: str):
 def news_vs_chat(data: str, rng: random.Random):
     """ABC news stories against forum, chat and overheard talk (all three: no licence to ship)."""
     pos = []
-    for name, text in _zip_texts(os.path.join(data, "corpora/en/abc.zip")):
+    for name, text in zip_texts(os.path.join(data, "corpora/en/abc.zip")):
         stories = [s for s in re.split(r"\n\s*\n", text) if len(s) > 300]
         pos += [Example(s.strip(), "abc-news", "unknown", name) for s in _sample(stories, 300, rng)]
     neg = []
@@ -425,7 +432,7 @@ English; the People's Daily row of the evaluation table measures how well that c
 
 ## Reproduce
 
-    python -m scoring_service prepare-default --data ../shared/data --out bench/work/quality-data
+    python -m tools.quality_corpus --data ../shared/data --out bench/work/quality-data
     python -m scoring_service train --positive 'bench/work/quality-data/train/positive/*.jsonl' \\
         --negative 'bench/work/quality-data/train/negative/*.jsonl' --eval-dir bench/work/quality-data/eval \\
         --notes bench/work/quality-data/NOTES.md --out scoring_service/models/default \\
@@ -441,3 +448,18 @@ def prepare(data: str, out: str) -> None:
         fh.write(NOTES)
     for key, n in counts.items():
         print(f"{n:>7}  {key}")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.quality_corpus",
+                                     description="Build the shipped quality model's training and evaluation "
+                                                 "sets from the project's shared corpora.")
+    parser.add_argument("--data", default="../shared/data", help="the shared data folder")
+    parser.add_argument("--out", default="bench/work/quality-data")
+    args = parser.parse_args(argv)
+    prepare(args.data, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
