@@ -10,8 +10,8 @@ Endpoints
                      in the schema metadata and the ``X-Model-Name``/``X-Model-Version`` headers).
     GET  /v1/model   name, version, threshold, how many characters of a text the model reads, limits.
     GET  /healthz    the process is up.      GET /readyz   the model is loaded and not draining.
-    GET  /metrics    Prometheus text: requests by endpoint and code, texts, batch sizes, latencies,
-                     queue depth, errors.
+    GET  /metrics    Prometheus exposition (prometheus_client): requests by endpoint and code, texts,
+                     batch sizes, latencies, queue depth, errors, rejections.
 
 Requests from concurrent connections are merged into micro-batches (up to ``max_batch`` texts, or
 whatever arrived within ``max_wait_ms`` of the first). Limits answer with clear 4xx: 413 for a body,
@@ -42,6 +42,7 @@ from typing import List, Optional
 
 import numpy as np
 import pyarrow as pa
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from scoring_service.backend import TextScorer
 
@@ -88,45 +89,34 @@ class RequestError(Exception):
 # ---------------------------------------------------------------- metrics
 
 class Metrics:
-    """Counters and histograms in Prometheus text format (no client library needed)."""
+    """The server's Prometheus metrics, in a registry of its own: several servers (and batchers) may
+    live in one process, as in tests, and the global default registry would refuse their twins."""
 
     LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
     BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self.counters = {}
-        self.histograms = {}
-        self.gauges = {}
+        self.registry = registry = CollectorRegistry()
+        # Counters are named without "_total": prometheus_client appends it.
+        self.requests = Counter("scoring_requests", "HTTP requests by endpoint and status code",
+                                ["endpoint", "code"], registry=registry)
+        self.errors = Counter("scoring_errors", "Failed requests by status code; failed forward passes as "
+                              "kind=inference", ["kind"], registry=registry)
+        self.texts = Counter("scoring_texts", "Texts scored", registry=registry)
+        self.rejected_overload = Counter("scoring_rejected_overload", "Requests answered 429: the pending "
+                                         "queue was full", registry=registry)
+        self.rejected_connections = Counter("scoring_rejected_connections", "Connections answered 503: past "
+                                            "the connection limit", registry=registry)
+        self.queue_texts = Gauge("scoring_queue_texts", "Texts submitted and not yet scored", registry=registry)
+        self.batch_size = Histogram("scoring_batch_size", "Texts per forward pass", buckets=self.BATCH_BUCKETS,
+                                    registry=registry)
+        self.inference_seconds = Histogram("scoring_inference_seconds", "Seconds per forward pass",
+                                           buckets=self.LATENCY_BUCKETS, registry=registry)
+        self.request_seconds = Histogram("scoring_request_seconds", "Seconds per request, from its headers to "
+                                         "the answer", buckets=self.LATENCY_BUCKETS, registry=registry)
 
-    def inc(self, name: str, labels: tuple = (), value: float = 1.0) -> None:
-        with self._lock:
-            self.counters[(name, labels)] = self.counters.get((name, labels), 0.0) + value
-
-    def observe(self, name: str, value: float, buckets) -> None:
-        with self._lock:
-            counts, total, n = self.histograms.get(name, ([0] * len(buckets), 0.0, 0))
-            counts = [c + (value <= b) for c, b in zip(counts, buckets)]
-            self.histograms[name] = (counts, total + value, n + 1)
-
-    def set(self, name: str, value: float) -> None:
-        with self._lock:
-            self.gauges[name] = value
-
-    def render(self) -> str:
-        lines = []
-        with self._lock:
-            for (name, labels), value in sorted(self.counters.items()):
-                label_text = ",".join(f'{k}="{v}"' for k, v in labels)
-                lines.append(f"{name}{{{label_text}}} {value:g}" if labels else f"{name} {value:g}")
-            for name, (counts, total, n) in sorted(self.histograms.items()):
-                buckets = self.LATENCY_BUCKETS if name.endswith("_seconds") else self.BATCH_BUCKETS
-                lines.append(f"# TYPE {name} histogram")
-                lines += [f'{name}_bucket{{le="{b:g}"}} {c}' for b, c in zip(buckets, counts)]
-                lines += [f'{name}_bucket{{le="+Inf"}} {n}', f"{name}_sum {total:g}", f"{name}_count {n}"]
-            for name, value in sorted(self.gauges.items()):
-                lines.append(f"{name} {value:g}")
-        return "\n".join(lines) + "\n"
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
 
 
 # ---------------------------------------------------------------- micro-batching
@@ -145,6 +135,7 @@ class MicroBatcher:
         self.scorer, self.config, self.metrics = scorer, config, metrics
         self._jobs: "queue.Queue[Optional[_Job]]" = queue.Queue()
         self._pending = 0
+        metrics.queue_texts.set_function(lambda: self._pending)
         self._stopped = False
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="micro-batcher", daemon=True)
@@ -159,12 +150,11 @@ class MicroBatcher:
             if self._stopped:
                 raise RequestError(503, "shutting down", {"Retry-After": "1"})
             if self._pending + len(texts) > self.config.max_queue_texts:
-                self.metrics.inc("scoring_rejected_overload_total")
+                self.metrics.rejected_overload.inc()
                 raise RequestError(429, f"server busy: {self._pending} texts queued "
                                         f"(limit {self.config.max_queue_texts}); retry later",
                                    {"Retry-After": "1"})
             self._pending += len(texts)
-            self.metrics.set("scoring_queue_texts", self._pending)
             job = _Job(texts)
             self._jobs.put(job)  # under the lock: never behind the stop signal
         return job
@@ -198,7 +188,7 @@ class MicroBatcher:
             try:
                 scores = self.scorer.score(texts)
             except Exception as exc:  # noqa: BLE001 — reported to every waiting request
-                self.metrics.inc("scoring_errors_total", (("kind", "inference"),))
+                self.metrics.errors.labels("inference").inc()
                 for job in jobs:
                     job.error = exc
             else:
@@ -206,11 +196,10 @@ class MicroBatcher:
                 for job in jobs:
                     job.scores = scores[offset: offset + len(job.texts)]
                     offset += len(job.texts)
-            self.metrics.observe("scoring_batch_size", len(texts), Metrics.BATCH_BUCKETS)
-            self.metrics.observe("scoring_inference_seconds", time.perf_counter() - started, Metrics.LATENCY_BUCKETS)
+            self.metrics.batch_size.observe(len(texts))
+            self.metrics.inference_seconds.observe(time.perf_counter() - started)
             with self._lock:
                 self._pending -= len(texts)
-                self.metrics.set("scoring_queue_texts", self._pending)
             for job in jobs:
                 job.done.set()
 
@@ -247,7 +236,7 @@ class ScoringHTTPServer(ThreadingHTTPServer):
     def process_request(self, request, client_address):
         # Past the connection limit, answer 503 at once instead of starting yet another thread.
         if not self._connections.acquire(blocking=False):
-            self.metrics.inc("scoring_rejected_connections_total")
+            self.metrics.rejected_connections.inc()
             try:
                 request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
                                 b"Retry-After: 1\r\nConnection: close\r\n\r\n")
@@ -337,18 +326,17 @@ class ScoringHandler(BaseHTTPRequestHandler):
             status = exc.status
             if self.command == "POST" and not self._body_read:
                 self.close_connection = True  # an unread body would be taken for the next request
-            self.server.metrics.inc("scoring_errors_total", (("kind", str(status)),))
+            self.server.metrics.errors.labels(str(status)).inc()
             self._send_json(status, {"error": str(exc)}, exc.headers)
         except Exception as exc:  # noqa: BLE001 — a server error must still answer
             status = 500
-            self.server.metrics.inc("scoring_errors_total", (("kind", "500"),))
+            self.server.metrics.errors.labels("500").inc()
             self.close_connection = True
             self._send_json(500, {"error": f"internal error: {type(exc).__name__}: {exc}"})
         finally:
             self.server.track(-1)
-            self.server.metrics.inc("scoring_requests_total", (("endpoint", endpoint), ("code", str(status))))
-            self.server.metrics.observe("scoring_request_seconds", time.perf_counter() - started,
-                                        Metrics.LATENCY_BUCKETS)
+            self.server.metrics.requests.labels(endpoint, str(status)).inc()
+            self.server.metrics.request_seconds.observe(time.perf_counter() - started)
 
     # -- routes
 
@@ -382,7 +370,7 @@ class ScoringHandler(BaseHTTPRequestHandler):
         return 200
 
     def _metrics(self) -> int:
-        self._send(200, self.server.metrics.render().encode(), "text/plain; version=0.0.4")
+        self._send(200, self.server.metrics.render(), CONTENT_TYPE_LATEST)
         return 200
 
     def _model(self) -> int:
@@ -452,7 +440,7 @@ class ScoringHandler(BaseHTTPRequestHandler):
         texts = self._parse_texts(body, content_type)
         self._check_limits(texts)
         scores = self._run(texts)
-        server.metrics.inc("scoring_texts_total", value=len(texts))
+        server.metrics.texts.inc(len(texts))
         info = server.scorer.info
         headers = {"X-Model-Name": info.name, "X-Model-Version": info.version}
         if content_type == ARROW_STREAM:
