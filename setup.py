@@ -7,7 +7,7 @@ setup(
     description="WARC → filtered, PII-scrubbed, deduplicated, scored, packed MindRecord training data on Spark",
     python_requires=">=3.9",
     packages=find_packages(include=["jobs", "jobs.*", "udfs", "udfs.*", "scoring_service", "scoring_service.*",
-                                    "loader", "loader.*"]),
+                                    "loader", "loader.*", "tools", "tools.*"]),
     include_package_data=True,
     package_data={"scoring_service": ["models/**/*"], "udfs": ["lm_models/*", "vocab/*"]},
     install_requires=[
@@ -25,6 +25,7 @@ setup(
         "regex>=2023.0",
         "presidio-analyzer>=2.2.366,<3",
         "phonenumbers>=8.13,<10",
+        "python-stdnum>=1.20,<3",
         "tldextract>=5,<6",
         "faker>=30",
         "xxhash>=3,<4",
@@ -32,9 +33,10 @@ setup(
         "tokenizers>=0.19,<1",
         "sentencepiece>=0.2.3,<0.3",
         "scipy>=1.10",
+        "prometheus-client>=0.20,<1",
     ],
     extras_require={
-        "dev": ["pytest>=7"],
+        "dev": ["pytest>=7", "vermin>=1.6,<2"],
     },
     entry_points={"console_scripts": ["corpusmill=jobs.cli:main"]},
 )

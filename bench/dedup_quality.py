@@ -4,7 +4,7 @@ MinHash dedup, side by side, on real passages with planted duplicates.
     python bench/dedup_quality.py [--en 3000] [--zh 600] [--templated 90] [--work /tmp/dedup-quality]
                                   [--datatrove-python /root/.cache/corpusmill/bench-venv/bin/python]
 
-The corpus (``bench/dedup_corpus.py``): disjoint passages of 60-300 words from the Gutenberg books and
+The corpus (``tests/dedup_corpus.py``): disjoint passages of 60-300 words from the Gutenberg books and
 ABC news transcripts, Wikipedia paragraphs, People's Daily paragraphs; for 40 % of them 1-3 planted
 variants (word or character edits at random rates, so similarities spread over 0.4-1.0; boilerplate
 lines; truncation; case/space-only copies; variants of variants, i.e. chains), and templated reports
@@ -43,10 +43,10 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # dedup_corpus
 
-from bench.dedup_corpus import (CORPORA, clusters, edit_chars, edit_words, english_words,  # noqa: E402
-                                passages, peoples_daily_paragraphs, similar_pairs, wiki_paragraphs,
-                                with_boilerplate)
+from dedup_corpus import (CORPORA, clusters, edit_chars, edit_words, english_words,  # noqa: E402
+                          passages, peoples_daily_paragraphs, similar_pairs, wiki_paragraphs, with_boilerplate)
 
 THRESHOLD = 0.8
 ZH_BOILERPLATE = "本文版权归原作者所有，转载请注明出处。"
@@ -145,7 +145,8 @@ def default_dedup_config():
 
 def run_corpusmill(parquet: Path, work: Path) -> dict:
     from jobs import config
-    from jobs.config import CONF_DIR, SparkConfig
+    from jobs.config import SparkConfig
+    from udfs.config import CONF_DIR
     from jobs.pipeline import run_pipeline
     from jobs.spark import get_session
 

@@ -30,8 +30,9 @@ import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # dedup_corpus
 
-from bench.dedup_corpus import CORPORA, english_words, peoples_daily_paragraphs  # noqa: E402
+from dedup_corpus import CORPORA, english_words, peoples_daily_paragraphs  # noqa: E402
 
 
 def generate(n: int, path: Path, seed: int = 42) -> None:
@@ -77,7 +78,7 @@ def generate(n: int, path: Path, seed: int = 42) -> None:
 def run_one(n: int, work: Path) -> None:
     """Child process: time the signature pass and the whole stage on docs-<n>."""
     from jobs import config
-    from jobs.config import CONF_DIR
+    from udfs.config import CONF_DIR
     from jobs.dedup import DedupStage
     from jobs.pipeline import run_pipeline
     from jobs.spark import get_session

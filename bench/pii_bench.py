@@ -324,9 +324,9 @@ def spark_stage(docs: Sequence[str], copies: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from jobs.config import CONF_DIR, build, read_yaml
+    from udfs.config import CONF_DIR, build, read_yaml
     from jobs.pipeline import run_pipeline
-    from jobs.registry import PipelineConfig
+    from jobs.config import PipelineConfig
     from jobs.spark import get_session
 
     # The pii stage's shipped defaults, without the other stages' files.

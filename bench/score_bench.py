@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -90,8 +91,8 @@ def service(url, texts, batch, clients):
 
 
 def spark_stage(url, texts, n_docs, batch):
-    from jobs.config import build
-    from jobs.registry import PipelineConfig
+    from jobs.config import PipelineConfig
+    from udfs.config import build
     from jobs.score import ScoreStage
     from jobs.spark import get_session
     from jobs.stage import run_stage
@@ -108,7 +109,8 @@ def spark_stage(url, texts, n_docs, batch):
         run_stage(ScoreStage(spark, cfg), docs.limit(200), f"{tmp}/warm-up", "warm", 200)  # JVM, workers
         stage = ScoreStage(spark, cfg)
         started = time.perf_counter()
-        stage.write(stage.transform(docs), f"{tmp}/pass")
+        with ExitStack() as resources:
+            stage.write(stage.transform(docs, resources), f"{tmp}/pass")
         one_pass = time.perf_counter() - started
         started = time.perf_counter()
         stats = run_stage(ScoreStage(spark, cfg), docs, f"{tmp}/score", "bench", n_docs)

@@ -20,7 +20,7 @@ if __name__ == "__main__" and not __package__:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from jobs import registry  # noqa: E402
-from jobs.config import ConfigError  # noqa: E402
+from udfs.config import ConfigError  # noqa: E402
 from jobs.console import progress_safe_print  # noqa: E402
 
 
@@ -56,10 +56,6 @@ def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
 
     cfg = config.load(args.config)
     planned = plan_stages(stages)
-    if not stages:
-        missing = [s for s in registry.STAGE_ORDER if s not in planned]
-        if missing:
-            print(f"corpusmill: not built yet, skipped: {', '.join(missing)}")
     check_java()
     spark = get_session(cfg.spark)
     all_stats = run_pipeline(spark, cfg, args.input, planned, args.output, args.run, args.sample,

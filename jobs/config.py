@@ -1,31 +1,28 @@
-"""Configuration as data: YAML files validated against dataclasses.
+"""The pipeline's config: the root schema built from every stage's section, loaded from YAML.
 
-A config file may name other files under ``include:`` (paths relative to it); they are merged
-first, in order, and the file's own keys override them. Every section is a dataclass declared by
-the stage that owns it, so an unknown key, a wrong type or a missing path becomes a one-line
-``ConfigError`` naming the key.
+Each stage's config class lives beside its per-record logic in ``udfs/`` (``udfs/config.py`` holds
+the plumbing); this module adds the sections that belong to the driver (Spark, I/O) and loads a
+file. The YAML in ``conf/`` restates every default of these classes (``tests/test_config.py``
+checks that they agree), so ``PipelineConfig()`` in a notebook behaves as ``conf/local.yaml``.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
-import yaml
+from udfs.config import CONF_DIR, build, deep_merge, read_yaml
+from udfs.filter import FilterConfig
+from udfs.minhash import DedupConfig
+from udfs.mindrecord import MindRecordConfig
+from udfs.mixture import MixConfig
+from udfs.packing import PackConfig
+from udfs.pii import PiiConfig
+from udfs.score import ScoreConfig
+from udfs.warc import ExtractConfig
 
-# Beside the package in a clone or editable install; imported from a ``--py-files`` zip there is no
-# folder beside it, so the driver uses the clone it is submitted from (its working directory).
-CONF_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "conf", Path.cwd() / "conf") if d.is_dir()),
-                Path(__file__).resolve().parent.parent / "conf")
 DEFAULT_CONFIG = CONF_DIR / "local.yaml"
-
-
-class ConfigError(ValueError):
-    """A config problem, reported as one line naming the offending key."""
 
 
 @dataclass(frozen=True)
@@ -33,117 +30,38 @@ class SparkConfig:
     master: str = "local[*]"
     app_name: str = "corpusmill"
     # Extra Spark properties (spark.sql.shuffle.partitions, memory settings, …).
-    conf: dict = field(default_factory=dict)
+    conf: dict = field(default_factory=lambda: {
+        "spark.driver.memory": "4g",
+        "spark.sql.shuffle.partitions": 8,
+        # Python workers hold one Arrow batch at a time; keep batches small for large documents.
+        "spark.sql.execution.arrow.maxRecordsPerBatch": 2000,
+    })
 
 
 @dataclass(frozen=True)
 class IOConfig:
     parquet_compression: str = "zstd"
-    # Target size of output Parquet files; stages repartition by data size, not input file count.
-    target_file_mb: int = 256
-    # Keep intermediate stage outputs (the audit trail and resume points).
-    keep_intermediate: bool = True
 
 
-def _is_dataclass_type(tp: Any) -> bool:
-    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+@dataclass(frozen=True)
+class PipelineConfig:
+    output: str = "out"
+    run: str = "default"
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    io: IOConfig = field(default_factory=IOConfig)
+    extract: ExtractConfig = field(default_factory=ExtractConfig)
+    filter: FilterConfig = field(default_factory=FilterConfig)
+    pii: PiiConfig = field(default_factory=PiiConfig)
+    dedup: DedupConfig = field(default_factory=DedupConfig)
+    score: ScoreConfig = field(default_factory=ScoreConfig)
+    mix: MixConfig = field(default_factory=MixConfig)
+    pack: PackConfig = field(default_factory=PackConfig)
+    mindrecord: MindRecordConfig = field(default_factory=MindRecordConfig)
 
 
-def _check_type(value: Any, tp: Any, key: str) -> Any:
-    """Return ``value`` coerced to ``tp`` (int → float only) or raise ConfigError."""
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _check_type(value, inner[0], key)
-    if _is_dataclass_type(tp):
-        if not isinstance(value, dict):
-            raise ConfigError(f"{key}: expected a mapping, got {type(value).__name__}")
-        return build(tp, value, key)
-    if origin is list:
-        if not isinstance(value, list):
-            raise ConfigError(f"{key}: expected a list, got {type(value).__name__}")
-        return [_check_type(v, args[0], f"{key}[{i}]") for i, v in enumerate(value)] if args else value
-    if origin is dict or tp is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{key}: expected a mapping, got {type(value).__name__}")
-        if args:
-            return {k: _check_type(v, args[1], f"{key}.{k}") for k, v in value.items()}
-        return value
-    if tp is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if tp is Any:
-        return value
-    if tp in (int, float, str, bool) and (not isinstance(value, tp) or (tp is int and isinstance(value, bool))):
-        raise ConfigError(f"{key}: expected {tp.__name__}, got {type(value).__name__} {value!r}")
-    return value
-
-
-def build(cls: type, data: dict, prefix: str = "") -> Any:
-    """Build dataclass ``cls`` from ``data``, rejecting unknown keys and wrong types."""
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
-    for key in data:
-        if key not in known:
-            where = f"{prefix}.{key}" if prefix else key
-            raise ConfigError(f"{where}: unknown key (allowed: {', '.join(sorted(known))})")
-    values = {}
-    for f in dataclasses.fields(cls):
-        if f.name in data:
-            where = f"{prefix}.{f.name}" if prefix else f.name
-            values[f.name] = _check_type(data[f.name], hints[f.name], where)
-    obj = cls(**values)
-    validate = getattr(obj, "validate", None)
-    if validate:
-        validate(prefix)
-    return obj
-
-
-def require_file(path: Optional[str], key: str) -> None:
-    """Raise a ConfigError when a configured local file does not exist."""
-    if path and "://" not in path and not Path(path).exists():
-        raise ConfigError(f"{key}: file not found: {path}")
-
-
-def _deep_merge(base: dict, override: dict) -> dict:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def read_yaml(path: Path) -> dict:
-    """Read a YAML file and its ``include:`` chain into one merged dict."""
-    if not path.exists():
-        raise ConfigError(f"config: file not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"config: {path}{where}: not valid YAML") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"config: {path}: top level must be a mapping")
-    includes = data.pop("include", []) or []
-    if isinstance(includes, str):
-        includes = [includes]
-    merged: dict = {}
-    for inc in includes:
-        merged = _deep_merge(merged, read_yaml((path.parent / inc).resolve()))
-    return _deep_merge(merged, data)
-
-
-def load(path: Optional[os.PathLike] = None, overrides: Optional[dict] = None):
+def load(path: Optional[os.PathLike] = None, overrides: Optional[dict] = None) -> PipelineConfig:
     """Load and validate a pipeline config; ``overrides`` is merged over the file."""
-    from jobs.registry import PipelineConfig
-
     data = read_yaml(Path(path) if path else DEFAULT_CONFIG)
     if overrides:
-        data = _deep_merge(data, overrides)
+        data = deep_merge(data, overrides)
     return build(PipelineConfig, data)
-

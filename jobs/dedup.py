@@ -26,6 +26,7 @@ tasks, not a million² pairs in one. The component rounds use one window per ste
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
@@ -37,7 +38,7 @@ from pyspark.sql.window import Window
 
 from jobs.fs import HadoopFS
 from jobs.console import progress_safe_print
-from jobs.stage import Stage
+from jobs.stage import Stage, Transformed
 from udfs.minhash import (DedupConfig, describe_bands, estimated_jaccard, jaccard, shingles,
                           signature_batch)
 
@@ -147,10 +148,7 @@ def connected_components(edges: DataFrame, max_rounds: int, checkpoint: Checkpoi
 
 class DedupStage(Stage):
     name = "dedup"
-
-    def __init__(self, spark, cfg):
-        super().__init__(spark, cfg)
-        self.figures: dict = {}
+    required_columns = ("id", "text")
 
     # -- signatures ----------------------------------------------------------------------------
 
@@ -227,13 +225,13 @@ class DedupStage(Stage):
 
     # -- the whole stage -----------------------------------------------------------------------
 
-    def transform(self, docs: DataFrame) -> DataFrame:
+    def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
         s: DedupConfig = self.settings
         cap = s.hot_key_cap
         bands, rows = s.banding()
         curve = describe_bands(bands, rows)
         progress_safe_print(f"dedup: {curve}")
-        self.figures = {"lsh_bands": bands, "lsh_rows": rows, "s_curve": curve}
+        figures = {"lsh_bands": bands, "lsh_rows": rows, "s_curve": curve}
         checkpoint = Checkpointer(self.spark, s.checkpoint_dir)
 
         # The signature pass is the expensive one: materialise it once.
@@ -251,17 +249,18 @@ class DedupStage(Stage):
             reps = grouped.where(F.col("id") == F.col("rep_id"))
             pairs = checkpoint(self.candidates(reps))
             edges = checkpoint(self.verify(pairs, docs, sigs))
-            self.figures.update(candidate_pairs=pairs.count(), verified_pairs=edges.count())
+            figures.update(candidate_pairs=pairs.count(), verified_pairs=edges.count())
         # Components over representatives only: exact copies join their representative's cluster.
         components, rounds = connected_components(edges, s.max_rounds, checkpoint)
-        self.figures["cc_rounds"] = rounds
+        figures["cc_rounds"] = rounds
 
         decisions = self.decide(grouped, components)
         kept_columns = [c for c in docs.columns if c not in OWN_COLUMNS]
         out = docs.select(*kept_columns).join(decisions, "id", "left")
         # Rows without an id cannot be deduplicated or joined back: report them as errors.
-        return (out.withColumn("_outcome", F.coalesce("_outcome", F.lit("error")))
-                .withColumn("error", F.when(F.col("id").isNull(), F.lit("missing id"))))
+        rows_out = (out.withColumn("_outcome", F.coalesce("_outcome", F.lit("error")))
+                    .withColumn("error", F.when(F.col("id").isNull(), F.lit("missing id"))))
+        return Transformed(rows_out, figures)
 
     def rank(self) -> Column:
         """Survivor order as a struct: min() picks the survivor (survivor_order, then lowest id)."""
@@ -294,7 +293,7 @@ class DedupStage(Stage):
                    .otherwise(F.lit("near_duplicate"))).alias("reject_rule"),
             F.when(rejected, F.lit("rejected")).otherwise(F.lit("kept")).alias("_outcome"))
 
-    def extra_stats(self, stage_dir: str) -> dict:
+    def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         fs = HadoopFS(self.spark)
         parts = [f"{stage_dir}/{d}" for d in ("kept", "rejected") if fs.exists(f"{stage_dir}/{d}")]
         sizes = self.spark.read.parquet(*parts).groupBy("cluster_id").count() if parts else None
@@ -302,7 +301,7 @@ class DedupStage(Stage):
         if sizes is not None:
             for row in sizes.where(F.col("count") > 1).groupBy("count").count().collect():
                 histogram[str(row[0])] = row[1]
-        return {**self.figures,
+        return {**facts,
                 "clusters": sum(histogram.values()),
                 "cluster_size_histogram": dict(sorted(histogram.items(), key=lambda kv: int(kv[0])))}
 

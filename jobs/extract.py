@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Iterator, List
 from urllib.parse import unquote, urlsplit
 
@@ -11,7 +12,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from jobs.stage import Stage
+from jobs.stage import Stage, Transformed
 from udfs.warc import WarcDocumentReader
 
 EXTRACT_SCHEMA = pa.schema([
@@ -49,7 +50,7 @@ class ExtractStage(Stage):
         rdd = self.spark.sparkContext.parallelize([(p,) for p in paths], max(len(paths), 1))
         return self.spark.createDataFrame(rdd, "path string")
 
-    def transform(self, files: DataFrame) -> DataFrame:
+    def transform(self, files: DataFrame, resources: ExitStack) -> Transformed:
         reader = WarcDocumentReader(self.settings, self.sample_fraction)
 
         def extract_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -64,8 +65,7 @@ class ExtractStage(Stage):
                     if rows:
                         yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_SCHEMA)
 
-        return files.mapInArrow(extract_files, from_arrow_schema(EXTRACT_SCHEMA))
-
+        return Transformed(files.mapInArrow(extract_files, from_arrow_schema(EXTRACT_SCHEMA)))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ Documents in a language with an n-gram model also get ``perplexity``; a second p
 from __future__ import annotations
 
 import json
-from typing import Iterator, Optional
+from contextlib import ExitStack
+from typing import Iterator
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -27,10 +28,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from jobs.config import ConfigError
 from jobs.fs import HadoopFS
 from jobs.perplexity import with_ppl_bucket
-from jobs.stage import Stage
+from jobs.stage import Stage, Transformed
 from udfs.filter import DocumentFilter
 from udfs.quality import SIGNALS
 
@@ -49,12 +49,9 @@ _TOP_LANGUAGES = 50
 
 class FilterStage(Stage):
     name = "filter"
-    ppl_cutoffs: dict = {}  # language -> perplexity cut-offs of ppl_bucket, set by transform
-    filtered: Optional[DataFrame] = None  # the persisted first pass, set by transform
+    required_columns = ("text",)
 
-    def transform(self, docs: DataFrame) -> DataFrame:
-        if "text" not in docs.columns:
-            raise ConfigError("--input: the filter stage needs a 'text' column")
+    def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
         docs = docs.drop(*[c for c in FILTER_FIELDS.names + ["ppl_bucket"] if c in docs.columns])
         settings = self.settings
         out_fields = FILTER_FIELDS
@@ -69,19 +66,17 @@ class FilterStage(Stage):
 
         schema = StructType(docs.schema.fields + from_arrow_schema(FILTER_FIELDS).fields)
         # Persisted so the bucket cut-offs (an action) and the write share one pass of the filter;
-        # released in extra_stats, after the write.
-        self.filtered = docs.mapInArrow(filter_batches, schema).persist(StorageLevel.MEMORY_AND_DISK)
-        out, self.ppl_cutoffs = with_ppl_bucket(self.filtered, settings.perplexity,
-                                                reference=F.col("_outcome") == "kept")
-        return out
+        # released by the runner once the write is done (or failed).
+        filtered = docs.mapInArrow(filter_batches, schema).persist(StorageLevel.MEMORY_AND_DISK)
+        resources.callback(filtered.unpersist)
+        out, ppl_cutoffs = with_ppl_bucket(filtered, settings.perplexity, reference=F.col("_outcome") == "kept")
+        return Transformed(out, {"ppl_cutoffs": ppl_cutoffs})
 
-    def extra_stats(self, stage_dir: str) -> dict:
-        if self.filtered is not None:
-            self.filtered.unpersist()
+    def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         fs = HadoopFS(self.spark)
         parts = [f"{stage_dir}/{d}" for d in ("kept", "rejected") if fs.exists(f"{stage_dir}/{d}")]
         if not parts:
-            return {"rules": [], "languages": {}, "ppl_cutoffs": self.ppl_cutoffs}
+            return {"rules": [], "languages": {}, "ppl_cutoffs": facts["ppl_cutoffs"]}
         written = self.spark.read.parquet(*parts)
         first_hit = {r[0]: r[1] for r in written.groupBy("reject_rule").count().collect() if r[0]}
         alone = {r[0]: r[1] for r in
@@ -93,7 +88,7 @@ class FilterStage(Stage):
             "rules": [{"rule": name, "first_hit": first_hit.get(name, 0), "alone": alone.get(name, 0)}
                       for name in self.settings.rule_names()],
             "languages": {r["lang"] or "-": r["count"] for r in languages},
-            "ppl_cutoffs": self.ppl_cutoffs,
+            "ppl_cutoffs": facts["ppl_cutoffs"],
         }
         if fs.exists(f"{stage_dir}/rejected") and self.settings.samples_per_rule:
             stats["samples"] = self.write_samples(fs, stage_dir)

@@ -19,13 +19,14 @@ of repeated documents are reported separately as ``repeat_rows`` (``rows_written
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Dict
 
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from jobs.stage import Stage
+from jobs.stage import Stage, Transformed
 from udfs.mixture import DomainPlan, DomainRules, copies_batch, effective_tokens, estimate_tokens, plan_mixture
 
 DOWNSAMPLED = "mixture_downsample"
@@ -38,8 +39,10 @@ def bucket_of(key_column: str, buckets: int):
 
 class MixStage(Stage):
     name = "mix"
+    required_columns = ("id", "url", "text")
+    partition_columns = ("bucket",)
 
-    def transform(self, docs: DataFrame) -> DataFrame:
+    def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
         cfg = self.settings
         rules = DomainRules(cfg)
 
@@ -64,17 +67,17 @@ class MixStage(Stage):
                     .withColumn("token_estimate", token_estimate(F.col("text"))))
         totals = labelled.groupBy("domain").agg(F.count("*").alias("docs"),
                                                 F.sum("token_estimate").alias("tokens")).collect()
-        self.plan = plan_mixture({r["domain"]: int(r["tokens"] or 0) for r in totals},
+        plan = plan_mixture({r["domain"]: int(r["tokens"] or 0) for r in totals},
                                  {r["domain"]: int(r["docs"]) for r in totals}, cfg)
 
-        epochs = F.create_map(*[x for name, p in self.plan.items() for x in (F.lit(name), F.lit(float(p.epochs)))])
+        epochs = F.create_map(*[x for name, p in plan.items() for x in (F.lit(name), F.lit(float(p.epochs)))])
         n = copies(F.col("id"), epochs[F.col("domain")])
         sampled = labelled.withColumn("_copies", n).withColumn("_planned_epochs", epochs[F.col("domain")])
         # One row per copy; a document with no copy stays as one rejected row (epoch 0).
         rows = sampled.withColumn("epoch", F.explode(
             F.when(F.col("_copies") > 0, F.sequence(F.lit(0), F.col("_copies") - 1)).otherwise(F.array(F.lit(0)))))
         kept = F.col("_copies") > 0
-        return (rows
+        rows = (rows
                 .withColumn("sample_id", F.concat(F.col("id"), F.lit("#"), F.col("epoch").cast("string")))
                 .withColumn("bucket", bucket_of("sample_id", cfg.buckets))
                 .withColumn("_outcome", F.when(kept, F.lit("kept")).otherwise(F.lit("rejected")))
@@ -85,15 +88,13 @@ class MixStage(Stage):
                 # The runner counts records by _count: repeats are rows, not extra documents.
                 .withColumn("_count", F.when(F.col("epoch") == 0, F.lit(1)).otherwise(F.lit(0)).cast("long"))
                 .drop("_copies", "_planned_epochs"))
+        # One task per bucket, its rows in hash order (the write's partitioning keeps that order).
+        rows = (rows.repartition(cfg.buckets, "bucket")
+                .sortWithinPartitions("_outcome", "bucket", F.xxhash64("sample_id")))
+        return Transformed(rows, {"plan": plan})
 
-    def write(self, out: DataFrame, tmp_dir: str) -> None:
-        (out.repartition(self.settings.buckets, "bucket")
-            .sortWithinPartitions("bucket", F.xxhash64("sample_id"))
-            .write.mode("overwrite").partitionBy("_outcome", "bucket")
-            .option("compression", self.cfg.io.parquet_compression)
-            .parquet(tmp_dir))
-
-    def extra_stats(self, stage_dir: str) -> dict:
+    def extra_stats(self, stage_dir: str, facts: dict) -> dict:
+        plan = facts["plan"]
         kept = self.spark.read.parquet(f"{stage_dir}/kept")
         rows = kept.groupBy("domain").agg(
             F.count("*").alias("rows"),
@@ -104,14 +105,14 @@ class MixStage(Stage):
         written = {r["domain"]: r for r in rows}
         total_out = sum(int(r["tokens"]) for r in rows) or 1
         domains: Dict[str, dict] = {}
-        for name, plan in self.plan.items():
+        for name, domain_plan in plan.items():
             out = written.get(name)
             tokens, unique = (int(out["tokens"]), int(out["unique_tokens"])) if out else (0, 0)
-            domains[name] = _domain_stats(plan, out, tokens, unique, total_out)
+            domains[name] = _domain_stats(domain_plan, out, tokens, unique, total_out)
         repeat_rows = sum(int(r["rows"]) - int(r["docs"]) for r in rows)
         return {
             "token_count": "estimate (calibrated to cl100k_base); pack reports exact tokens",
-            "budget_tokens": self.settings.total_tokens or sum(p.available_tokens for p in self.plan.values()),
+            "budget_tokens": self.settings.total_tokens or sum(p.available_tokens for p in plan.values()),
             "repeat_rows": repeat_rows,
             "rows_written": sum(int(r["rows"]) for r in rows),
             "mixture": {"target": {n: d["target_weight"] for n, d in domains.items()},

@@ -16,6 +16,7 @@ holds, so ``records_in = documents packed + rejected (empty text) + errors``.
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Iterator, List
 
 import numpy as np
@@ -25,7 +26,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from jobs.stage import Stage
+from jobs.stage import Stage, Transformed
 from udfs.packing import PackedSequence, SequencePacker
 from udfs.tokenizer import cached_tokenizer
 
@@ -78,8 +79,11 @@ def dropped_row(sample_id: str, buckets: int, outcome: str, reason: str) -> dict
 
 class PackStage(Stage):
     name = "pack"
+    reads = ("mix.buckets",)
+    required_columns = ("text",)
+    partition_columns = ("bucket",)
 
-    def transform(self, docs: DataFrame) -> DataFrame:
+    def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
         cfg, buckets = self.settings, self.cfg.mix.buckets
         sample_id = F.col("sample_id") if "sample_id" in docs.columns else F.col("id")
         domain = F.col("domain") if "domain" in docs.columns else F.lit("")
@@ -108,14 +112,9 @@ class PackStage(Stage):
             for start in range(0, len(done), OUT_ROWS):
                 yield sequences_batch(done[start:start + OUT_ROWS], buckets)
 
-        return rows.mapInArrow(pack_partition, from_arrow_schema(PACK_SCHEMA))
+        return Transformed(rows.mapInArrow(pack_partition, from_arrow_schema(PACK_SCHEMA)))
 
-    def write(self, out: DataFrame, tmp_dir: str) -> None:
-        (out.write.mode("overwrite").partitionBy("_outcome", "bucket")
-            .option("compression", self.cfg.io.parquet_compression)
-            .parquet(tmp_dir))
-
-    def extra_stats(self, stage_dir: str) -> dict:
+    def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         seq_len = self.settings.seq_len
         kept = self.spark.read.parquet(f"{stage_dir}/kept")
         totals = kept.agg(F.count("*").alias("sequences"), F.sum("n_tokens").alias("tokens")).first()

@@ -12,6 +12,7 @@ value is ever logged or counted.
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Iterator
 
 import pyarrow as pa
@@ -20,9 +21,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from jobs.config import ConfigError
 from jobs.fs import HadoopFS
-from jobs.stage import Stage
+from jobs.stage import Stage, Transformed
 from udfs.pii import scrubber_for
 
 # The columns this stage adds (replacing same-named input columns), in output order.
@@ -31,10 +31,9 @@ PII_FIELDS = pa.schema([("pii", pa.map_(pa.string(), pa.int32())), ("error", pa.
 
 class PiiStage(Stage):
     name = "pii"
+    required_columns = ("text",)
 
-    def transform(self, docs: DataFrame) -> DataFrame:
-        if "text" not in docs.columns:
-            raise ConfigError("--input: the pii stage needs a 'text' column")
+    def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
         docs = docs.drop(*[c for c in PII_FIELDS.names if c in docs.columns])
         settings = self.settings
         text_at = docs.columns.index("text")
@@ -57,9 +56,9 @@ class PiiStage(Stage):
                 yield pa.RecordBatch.from_arrays(columns + added, names=batch.schema.names + PII_FIELDS.names)
 
         schema = StructType(docs.schema.fields + from_arrow_schema(PII_FIELDS).fields)
-        return docs.mapInArrow(scrub_batches, schema)
+        return Transformed(docs.mapInArrow(scrub_batches, schema))
 
-    def extra_stats(self, stage_dir: str) -> dict:
+    def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         """Values replaced per type, and how many kept documents had any."""
         if not HadoopFS(self.spark).exists(f"{stage_dir}/kept"):
             return {"pii_replaced": {}, "documents_with_pii": 0}

@@ -1,26 +1,39 @@
 """The pipeline driver: runs the chosen stages in order under ``<output>/<run>/``, resuming finished ones.
 
-Each stage's fingerprint hashes its config section, the I/O settings and the fingerprint of what
-it read, so a change anywhere upstream re-runs everything after it and nothing before.
+Each stage's fingerprint hashes every setting the stage reads (``Stage.config_paths``: its own
+section, the I/O settings, the settings of other sections it declares), the files it depends on
+and the fingerprint of what it read, so a change anywhere upstream re-runs everything after it and
+nothing before.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
-from typing import List, Optional, Sequence
+import dataclasses
+from functools import reduce
+from typing import Any, List, Optional, Sequence
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from jobs import registry
-from jobs.config import ConfigError
 from jobs.fs import HadoopFS
-from jobs.stage import STATS, is_complete, run_stage
+from jobs.stage import STATS, Stage, is_complete, run_stage
+from udfs.config import ConfigError
 
 
 def _chain(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _as_data(value: Any) -> Any:
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+
+
+def stage_fingerprint(stage: Stage, cfg, upstream: str) -> str:
+    """Hash of everything the stage's output depends on: the config it reads, its files, its input."""
+    settings = {path: _as_data(reduce(getattr, path.split("."), cfg)) for path in stage.config_paths()}
+    return _chain(stage.name, settings, upstream, stage.artifact_fingerprint())
 
 
 def sample_rows(docs, fraction: Optional[float]):
@@ -42,11 +55,11 @@ def summary_line(stats: dict, stage_dir: str) -> str:
 
 
 def plan_stages(requested: Optional[Sequence[str]]) -> List[str]:
-    """The stages to run, in pipeline order; without a request, every stage built so far."""
+    """The stages to run, in pipeline order; without a request, every stage."""
     if not requested:
-        return registry.built_stages()
+        return list(registry.STAGE_ORDER)
     for name in requested:
-        registry.stage_class(name)  # raises a one-line error for unknown or unbuilt stages
+        registry.stage_class(name)  # raises a one-line error for an unknown stage
     return [name for name in registry.STAGE_ORDER if name in requested]
 
 
@@ -76,7 +89,7 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
     all_stats = []
     for position, name in enumerate(stages):
         stage = registry.stage_class(name)(spark, cfg, **({"sample_fraction": sample} if name == "extract" else {}))
-        stage_fp = _chain(name, asdict(stage.settings), asdict(cfg.io), upstream, stage.artifact_fingerprint())
+        stage_fp = stage_fingerprint(stage, cfg, upstream)
         stage_dir = f"{run_dir}/{name}"
         if is_complete(fs, stage_dir, stage_fp):
             stats = fs.read_json(f"{stage_dir}/{STATS}")

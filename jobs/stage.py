@@ -1,23 +1,33 @@
 """The stage contract and the runner that gives every stage the same run layout.
 
-A stage is one small class: it declares its name and config section, and its ``transform`` maps
-the input DataFrame to an output DataFrame that carries an ``_outcome`` column (``kept``,
-``rejected`` or ``error``) and, on dropped rows, a reason column. The runner writes that output in
-one pass, partitioned by outcome, into ``<run>/<stage>.tmp/``; counts the rows per outcome and
-reason from the written files; writes ``_stats.json`` and the completion marker; and only then
-renames the folder to ``<run>/<stage>/``. A killed stage therefore never looks finished.
+A stage is one small class. It declares its name, the config it reads (``reads``: its own section,
+the I/O settings and any dotted path of another section, e.g. ``mix.buckets``), the input columns
+it needs and the columns its output is partitioned by. Its ``transform`` maps the input DataFrame
+to ``Transformed``: rows carrying an ``_outcome`` column (``kept``, ``rejected``, ``error``,
+``skipped``) and, on dropped rows, a reason column, plus the few facts later hooks need (a plan,
+cut-offs, a schema). Anything that must be released (a persisted cache, a started service) is
+registered on the ``resources`` stack the runner passes in, and the runner closes it in ``finally``.
+
+The runner writes the rows in one pass, partitioned by outcome, into ``<run>/<stage>.tmp-*/``;
+counts the rows per outcome and reason from the written files; writes ``_stats.json`` and the
+completion marker; and only then renames the folder to ``<run>/<stage>/``. A killed stage therefore
+never looks finished. A stage sees only the config it declares, so its fingerprint
+(``jobs/pipeline.py``), which hashes exactly that config, changes whenever its output could.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
-from typing import Dict, Optional
+from contextlib import ExitStack
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from jobs.fs import HadoopFS
+from udfs.config import ConfigError
 
 OUTCOMES = {"kept": "kept", "rejected": "rejected", "error": "errors", "skipped": "skipped"}  # outcome -> folder
 # Bookkeeping columns that are null on kept rows; dropped when a later stage reads kept/.
@@ -26,16 +36,53 @@ MARKER = "_COMPLETE.json"
 STATS = "_stats.json"
 
 
+class ConfigView:
+    """The declared part of a config: reading any other setting raises, naming the missing declaration."""
+
+    def __init__(self, config: Any, paths: Sequence[str], prefix: str = ""):
+        self._config, self._paths, self._prefix = config, tuple(paths), prefix
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # internals (and pickling probes) never reach the config
+            raise AttributeError(name)
+        if name in self._paths:
+            return getattr(self._config, name)
+        deeper = [p[len(name) + 1:] for p in self._paths if p.startswith(name + ".")]
+        if deeper:
+            return ConfigView(getattr(self._config, name), deeper, f"{self._prefix}{name}.")
+        raise AttributeError(f"config {self._prefix}{name} is read but not declared in the stage's `reads`, "
+                             f"so its fingerprint would not cover it")
+
+
+@dataclasses.dataclass
+class Transformed:
+    """What ``transform`` returns: the rows to write and the facts ``write``/``extra_stats`` need."""
+    rows: DataFrame
+    facts: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
 class Stage:
     """Base class of a pipeline stage. Subclasses set ``name`` and implement ``transform``."""
 
     name: str = ""
+    # Settings of other sections the stage reads, as dotted paths ("mix.buckets"); its own section
+    # and io.parquet_compression are always read.
+    reads: Tuple[str, ...] = ()
+    # Input columns the stage cannot work without (checked before transform, with a one-line error).
+    required_columns: Tuple[str, ...] = ()
+    # Columns the output is partitioned by under each outcome folder (e.g. bucket=<k>/).
+    partition_columns: Tuple[str, ...] = ()
     # Column holding the reason on rows of each dropped outcome (counted into _stats.json).
     reason_columns: Dict[str, str] = {"rejected": "reject_rule", "error": "error"}
 
     def __init__(self, spark: SparkSession, cfg):
         self.spark = spark
-        self.cfg = cfg
+        self.cfg = ConfigView(cfg, self.config_paths())
+
+    @classmethod
+    def config_paths(cls) -> Tuple[str, ...]:
+        """Every config path the stage reads: what its fingerprint hashes."""
+        return (cls.name, "io.parquet_compression", *cls.reads)
 
     @property
     def settings(self):
@@ -47,16 +94,22 @@ class Stage:
         docs = self.spark.read.parquet(path)
         return docs.drop(*[c for c in BOOKKEEPING_COLUMNS if c in docs.columns])
 
+    def check_input(self, docs: DataFrame) -> None:
+        missing = [c for c in self.required_columns if c not in docs.columns]
+        if missing:
+            raise ConfigError(f"--input: the {self.name} stage needs column(s) {', '.join(map(repr, missing))}; "
+                              f"the input has {', '.join(docs.columns)}")
+
     def artifact_fingerprint(self) -> str:
         """Identity of files the output depends on beyond the config (e.g. a model); '' when none."""
         return ""
 
-    def transform(self, docs: DataFrame) -> DataFrame:
+    def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
         raise NotImplementedError
 
-    def write(self, out: DataFrame, tmp_dir: str) -> None:
+    def write(self, out: Transformed, tmp_dir: str) -> None:
         """Write all outcomes in one pass: ``_outcome=kept/`` etc., renamed afterwards."""
-        (out.write.mode("overwrite").partitionBy("_outcome")
+        (out.rows.write.mode("overwrite").partitionBy("_outcome", *self.partition_columns)
             .option("compression", self.cfg.io.parquet_compression)
             .parquet(tmp_dir))
 
@@ -75,7 +128,7 @@ class Stage:
             counts.setdefault(row["_outcome"], {})[row["reason"] or "-"] = int(row["n"])
         return counts
 
-    def extra_stats(self, stage_dir: str) -> dict:
+    def extra_stats(self, stage_dir: str, facts: Dict[str, Any]) -> dict:
         """Stage-specific figures for _stats.json, computed from the written output."""
         return {}
 
@@ -107,11 +160,14 @@ def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
     tmp_dir = f"{stage_dir}.tmp-{uuid.uuid4().hex[:8]}"
     started = time.time()
     stage.spark.sparkContext.setJobGroup(stage.name, f"corpusmill stage {stage.name}")
+    resources = ExitStack()
     try:
-        out = stage.transform(docs)
+        stage.check_input(docs)
+        out = stage.transform(docs, resources)
         stage.write(out, tmp_dir)
+        resources.close()  # services and caches live for the one pass over the data, not the bookkeeping
         counts = stage.count_outcomes(tmp_dir)
-        stage.finalize(tmp_dir, out.schema)
+        stage.finalize(tmp_dir, out.rows.schema)
         wall = time.time() - started
         records_out = sum(sum(reasons.values()) for reasons in counts.values())
         stats = {
@@ -125,7 +181,7 @@ def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
             "wall_s": round(wall, 3),
         }
         stats["reconciled"] = stats["records_in"] == records_out
-        stats.update(stage.extra_stats(tmp_dir))
+        stats.update(stage.extra_stats(tmp_dir, out.facts))
         fs.write_json(f"{tmp_dir}/{STATS}", stats)
         fs.write_json(f"{tmp_dir}/{MARKER}", {"fingerprint": fingerprint, "finished_at": time.time()})
         fs.delete(stage_dir)
@@ -134,3 +190,5 @@ def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
     except BaseException:
         fs.delete(tmp_dir)
         raise
+    finally:
+        resources.close()

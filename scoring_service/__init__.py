@@ -1,6 +1,6 @@
 """MindSpore quality model and its scoring sidecar: define, train, export, serve, call.
 
-    python -m scoring_service prepare-default      # the shipped model's data, from the shared corpora
+    python -m tools.quality_corpus                 # the shipped model's data, from the shared corpora
     python -m scoring_service train ...            # checkpoint + MindIR (dynamic shapes) + model card
     python -m scoring_service serve                # HTTP batch scoring on 127.0.0.1:8808
     python -m scoring_service evaluate ...         # AUC / precision / recall on labelled texts
@@ -8,6 +8,7 @@
 Modules: ``features`` (vectorised hashed n-grams), ``artifacts`` (a model directory, readable
 without MindSpore), ``model`` (the network and its export), ``train``, ``metrics``, ``backend``
 (runtime seam + batching), ``server``, ``client`` (Spark-side client and the locally started
-service), ``corpus`` and ``default_corpus`` (training data).
+service) and ``corpus`` (reading and writing labelled text; the shipped model's data recipe is
+``tools.quality_corpus``).
 Importing the package does not import MindSpore; only training and serving do.
 """

@@ -20,6 +20,7 @@ import pytest
 from conftest import ROOT
 from jobs import registry
 
+pytestmark = pytest.mark.service  # the airflow CLI
 AIRFLOW_VENV = Path(os.environ.get("CORPUSMILL_AIRFLOW_VENV", Path.home() / ".cache/corpusmill/airflow-venv"))
 SAMPLE = str(ROOT / "data" / "sample")
 
@@ -45,9 +46,9 @@ def airflow_env(tmp_path_factory):
     home = tmp_path_factory.mktemp("airflow")
     env = dict(os.environ, AIRFLOW_HOME=str(home), AIRFLOW__CORE__LOAD_EXAMPLES="False",
                AIRFLOW__CORE__DAGS_FOLDER=str(ROOT / "dags"), AIRFLOW__CORE__UNIT_TEST_MODE="False",
-               # The tasks run this checkout's corpusmill with this test's interpreter, on the stages built here.
+               # The tasks run this checkout's corpusmill with this test's interpreter, on every stage.
                CORPUSMILL_BIN=f"{sys.executable} -m jobs.cli", CORPUSMILL_HOME=str(ROOT),
-               CORPUSMILL_STAGES=",".join(registry.built_stages()), PYSPARK_PYTHON=sys.executable)
+               CORPUSMILL_STAGES=",".join(registry.STAGE_ORDER), PYSPARK_PYTHON=sys.executable)
     env.pop("PYTHONPATH", None)
     env.pop("VIRTUAL_ENV", None)
     return env
@@ -64,7 +65,7 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env):
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     assert loaded["errors"] == {}
-    assert loaded["tasks"] == registry.built_stages()  # one task per stage, in pipeline order
+    assert loaded["tasks"] == registry.STAGE_ORDER  # one task per stage, in pipeline order
     assert min(loaded["retries"]) >= 1
     assert {"input", "output", "run", "config"} <= set(loaded["params"])
 
@@ -77,7 +78,7 @@ def test_dags_test_runs_the_pipeline_on_local_spark(airflow_env, tmp_path):
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-4000:]
     run_dir = tmp_path / "airflow"
-    for stage in registry.built_stages():
+    for stage in registry.STAGE_ORDER:
         assert (run_dir / stage / "_COMPLETE.json").exists(), f"{stage}\n{log[-4000:]}"
         assert json.loads((run_dir / stage / "_stats.json").read_text())["reconciled"] is True
     assert (run_dir / "report.html").exists()

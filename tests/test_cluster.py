@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from jobs import config
+from jobs import config, registry
 from jobs.package import build_zip
-from jobs.pipeline import plan_stages, run_pipeline
+from jobs.pipeline import run_pipeline
 
+pytestmark = pytest.mark.service  # a standalone master, workers and spark-submit
 SAMPLE = str(ROOT / "data" / "sample")
 WORKERS = 2
 
@@ -98,10 +99,6 @@ def run_config(tmp_path_factory):
     (it refuses to start one on the driver's loopback): started here as a user would run one."""
     path = tmp_path_factory.mktemp("conf") / "cluster.yaml"
     text = f"include: [{ROOT / 'conf' / 'local.yaml'}]\n"
-    if "score" not in plan_stages(None):
-        path.write_text(text)
-        yield path
-        return
     from scoring_service.client import LocalService
     from scoring_service.model import DEFAULT_MODEL_DIR
 
@@ -115,7 +112,7 @@ def runs(spark, cluster, run_config, tmp_path_factory):
     """The same command on the cluster (spark-submit) and in local mode (this test session)."""
     master_url, logs = cluster
     out = tmp_path_factory.mktemp("out")
-    stages = plan_stages(None)
+    stages = list(registry.STAGE_ORDER)
     code_zip = build_zip(out / "corpusmill-jobs.zip")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                SPARK_LOCAL_IP="127.0.0.1")

@@ -1,9 +1,11 @@
-"""Config loading: includes, validation errors as one line naming the key."""
+"""Config loading: includes, validation errors as one line naming the key, one source of defaults."""
+import dataclasses
+
 import pytest
 
 from jobs import config
 from jobs.cli import main
-from jobs.config import ConfigError
+from udfs.config import ConfigError
 
 
 def write(tmp_path, name, text):
@@ -58,3 +60,23 @@ def test_cli_reports_config_error_in_one_line_and_exit_code_2(tmp_path, capsys):
 def test_cli_rejects_unknown_stage(capsys):
     assert main(["run", "--stages", "extract,polish"]) == 2
     assert "unknown stage 'polish'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- one source of defaults
+
+SECTIONS = [f.name for f in dataclasses.fields(config.PipelineConfig)]
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_shipped_yaml_and_dataclass_defaults_agree(section):
+    """``PipelineConfig()`` (a notebook, a test) behaves exactly as the CLI's conf/local.yaml."""
+    assert getattr(config.load(), section) == getattr(config.PipelineConfig(), section)
+
+
+@pytest.mark.parametrize("section", [s for s in SECTIONS if dataclasses.is_dataclass(getattr(config.PipelineConfig(), s))])
+def test_the_shipped_yaml_names_every_key_of_every_section(section):
+    """The YAML is where a user reads the settings: a stage's own file (else local.yaml) names every key."""
+    path = config.CONF_DIR / f"{section}.yaml"
+    shipped = config.read_yaml(path if path.exists() else config.DEFAULT_CONFIG)
+    declared = {f.name for f in dataclasses.fields(getattr(config.PipelineConfig(), section))}
+    assert set(shipped.get(section, {})) == declared

@@ -4,8 +4,8 @@ import dataclasses
 import pytest
 
 from jobs import config
-from jobs.config import ConfigError, build, read_yaml
-from udfs.filter import FILTER_DEFAULTS, DocumentFilter, FilterConfig, LanguageConfig
+from udfs.config import ConfigError, build
+from udfs.filter import DocumentFilter, FilterConfig, LanguageConfig
 from udfs.langid import UNDETERMINED, LanguageIdentifier, default_model_path
 from udfs.quality import compute_signals, count_sentences
 
@@ -120,10 +120,6 @@ def test_language_identifier_reads_only_the_first_max_chars():
     text = french + " The committee will publish its report next week, after the hearings end." * 5
     assert LanguageIdentifier(max_chars=len(french)).predict([text])[0] == ["fr"]
     assert LanguageIdentifier(max_chars=0).predict([text])[0] == ["en"]
-
-
-def test_default_dataclass_matches_conf_filter_yaml():
-    assert build(FilterConfig, read_yaml(FILTER_DEFAULTS)["filter"], "filter") == FilterConfig()
 
 
 def test_default_filter_keeps_prose_and_tags_every_row():

@@ -6,7 +6,7 @@ import pytest
 from corpus_docs import book_parts, forum_threads, news_articles, web_pages
 from jobs import config
 from jobs.pipeline import run_pipeline
-from jobs.registry import PipelineConfig
+from jobs.config import PipelineConfig
 from loader import block_causal_mask, document_dataset, sequence_dataset, shard_files, token_budget_buckets
 from loader.tiny_lm import TinyCausalLM, make_train_step
 from udfs.packing import position_ids_from_segments

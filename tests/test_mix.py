@@ -9,9 +9,9 @@ import yaml
 from conftest import ROOT
 from corpus_docs import all_domains, news_articles, wiki_articles
 from jobs import config
-from jobs.config import ConfigError
+from udfs.config import ConfigError
 from jobs.mix import DOWNSAMPLED, MixStage
-from jobs.registry import PipelineConfig
+from jobs.config import PipelineConfig
 from jobs.stage import run_stage
 from udfs.mixture import (DomainConfig, DomainRules, MixConfig, copies_of, effective_tokens, estimate_tokens,
                           plan_mixture)

@@ -29,10 +29,10 @@ def test_notebooks_are_databricks_source_format():
         assert any(line.startswith("# MAGIC %md") for line in lines), notebook.name
 
 
-def test_walkthrough_runs_every_built_stage_with_the_injected_session(spark, walkthrough):
+def test_walkthrough_runs_every_stage_with_the_injected_session(spark, walkthrough):
     out, namespace = walkthrough
     assert namespace["spark"] is spark
-    for stage in registry.built_stages():
+    for stage in registry.STAGE_ORDER:
         stats = json.loads((out / "nb" / stage / "_stats.json").read_text())
         assert stats["reconciled"] is True, stage
         assert namespace[f"{stage}_stats"]["fingerprint"] == stats["fingerprint"]
@@ -44,7 +44,7 @@ def test_explore_notebook_reads_the_finished_run(spark, walkthrough):
     namespace = runpy.run_path(str(NOTEBOOKS / "02_explore_run.py"), run_name="__main__",
                                init_globals={"spark": spark, "OUTPUT": str(out), "RUN": "nb"})
     funnel = namespace["funnel"]
-    assert list(funnel["stage"]) == registry.built_stages()
+    assert list(funnel["stage"]) == registry.STAGE_ORDER
     extract = json.loads((out / "nb" / "extract" / "_stats.json").read_text())
     assert int(funnel.iloc[0]["records_in"]) == extract["records_in"]
     assert set(namespace["reasons"]["reason"]) >= {f"skipped: {r}" for r in extract["skipped"]}

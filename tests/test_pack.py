@@ -10,9 +10,9 @@ import yaml
 from conftest import ROOT, shared
 from corpus_docs import all_domains, book_parts, forum_threads, news_articles, web_pages, wiki_articles
 from jobs import config
-from jobs.config import ConfigError
+from udfs.config import ConfigError
 from jobs.pipeline import run_pipeline
-from jobs.registry import PipelineConfig
+from jobs.config import PipelineConfig
 from udfs.packing import (BestFitPacker, Document, PackConfig, Piece, assemble, loss_mask_from_segments,
                           position_ids_from_segments, split_document, text_boundaries, token_cuts)
 from udfs.tokenizer import BUNDLED, VOCAB_DIR, TokenizerConfig, _checked_bytes, cached_tokenizer, load_tokenizer

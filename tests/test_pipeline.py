@@ -1,6 +1,8 @@
 """The driver on real Spark: run layout, reconciliation, resume, single stages, MindRecord read-back."""
+import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +14,10 @@ from jobs import config
 from jobs.cli import main
 from jobs.mix import MixStage
 from jobs.pipeline import run_pipeline
-from jobs.stage import Stage, run_stage
+from jobs.stage import Stage, Transformed, run_stage
 
+# Every test runs Spark, some through the CLI without the spark fixture.
+pytestmark = pytest.mark.spark
 SAMPLE = str(ROOT / "data" / "sample")
 STAGES = ["extract", "mix", "mindrecord"]
 
@@ -82,7 +86,7 @@ def test_rerun_skips_every_finished_stage(spark, cfg, demo):
 
 
 def test_failed_stage_leaves_nothing_finished_and_rerun_resumes(spark, cfg, tmp_path, monkeypatch):
-    def explode(self, docs):
+    def explode(self, docs, resources):
         raise RuntimeError("killed on purpose")
 
     monkeypatch.setattr(MixStage, "transform", explode)
@@ -107,6 +111,23 @@ def test_changed_config_reruns_that_stage_and_the_ones_after(spark, cfg, demo):
     run_pipeline(spark, changed, [SAMPLE], STAGES, str(run_dir.parent), "demo", echo=lines.append)
     assert "skipped" in lines[0] and "skipped" not in lines[1] and "skipped" not in lines[2]
     assert len(list((run_dir / "mindrecord").glob("shard-*.mindrecord"))) == 2
+
+
+def test_a_stage_reruns_when_a_setting_it_reads_from_another_section_changes(spark, cfg, demo):
+    """pack reads mix.buckets (its sequences go to mix's buckets): a new bucket count must re-run it."""
+    run_dir, _, _ = demo
+    output, run = str(run_dir.parent), run_dir.name
+    pack_only = ["pack"]  # reads the demo's mix/kept: the nearest finished earlier stage
+    lines = []
+    run_pipeline(spark, cfg, [], pack_only, output, run, echo=lines.append)
+    run_pipeline(spark, cfg, [], pack_only, output, run, echo=lines.append)
+    more_buckets = dataclasses.replace(cfg, mix=dataclasses.replace(cfg.mix, buckets=cfg.mix.buckets + 4))
+    run_pipeline(spark, more_buckets, [], pack_only, output, run, echo=lines.append)
+    assert "skipped" not in lines[0] and "skipped" in lines[1] and "skipped" not in lines[2]
+    buckets = spark.read.parquet(str(run_dir / "pack" / "kept")).select("bucket").distinct().collect()
+    assert max(r["bucket"] for r in buckets) < cfg.mix.buckets + 4
+    assert len(buckets) > cfg.mix.buckets  # the sequences now spread over the new bucket count
+    shutil.rmtree(run_dir / "pack")  # the other tests of this module run without pack
 
 
 def test_stage_alone_on_any_parquet_passes_columns_through(spark, cfg, tmp_path):
@@ -138,6 +159,7 @@ def test_cli_missing_input_is_a_clear_error(tmp_path, capsys):
     assert "--input: no files match" in capsys.readouterr().err
 
 
+@pytest.mark.service  # spark-submit
 def test_spark_submit_runs_a_job_module_with_the_same_options(tmp_path):
     spark_submit = Path(sys.executable).parent / "spark-submit"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
@@ -155,10 +177,10 @@ class RejectEverything(Stage):
     """A stage for exercising the runner: drops every row with one reason."""
     name = "mix"
 
-    def transform(self, docs):
+    def transform(self, docs, resources):
         from pyspark.sql import functions as F
 
-        return docs.withColumn("_outcome", F.lit("rejected")).withColumn("reject_rule", F.lit("everything"))
+        return Transformed(docs.withColumn("_outcome", F.lit("rejected")).withColumn("reject_rule", F.lit("everything")))
 
 
 def test_stage_that_drops_everything_still_writes_an_empty_kept(spark, cfg, tmp_path):

@@ -14,19 +14,22 @@ import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import ROOT, shared
-from jobs.config import build
-from jobs.registry import PipelineConfig
+from jobs.config import PipelineConfig
 from jobs.score import ScoreStage
 from jobs.stage import run_stage
 from scoring_service.client import LocalService, ScoringClient, ScoringRequestError, ScoringUnavailable
 from scoring_service.artifacts import DEFAULT_MODEL_DIR
+from udfs.config import build
 
+pytestmark = pytest.mark.service  # the scoring service as a subprocess
 LIMITS = ["--max-request-texts", "64", "--max-queue-texts", "48", "--max-request-bytes", "300000",
           "--max-text-bytes", "20000", "--max-wait-ms", "20"]
 
@@ -140,11 +143,16 @@ def test_health_readiness_model_and_metrics_endpoints(service):
     model = json.loads(data)
     assert status == 200 and model["loaded_from"] == "model.mindir" and 0 < model["threshold"] < 1
     assert get(service, "/nope")[0] == 404 and get(service, "/v1/score")[0] == 405
-    text = get(service, "/metrics")[1].decode()
-    for name in ("scoring_requests_total{endpoint=\"/v1/score\",code=\"200\"}", "scoring_texts_total",
-                 "scoring_batch_size_bucket", "scoring_request_seconds_count", "scoring_inference_seconds_sum",
-                 "scoring_errors_total{kind=\"404\"}", "scoring_queue_texts"):
-        assert name in text, name
+    assert post(service, "/v1/score", json.dumps({"texts": ["hello there."]}), "application/json")[0] == 200
+    status, data = get(service, "/metrics")
+    assert status == 200
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(data.decode()) for s in family.samples}
+    assert samples[("scoring_requests_total", (("code", "200"), ("endpoint", "/v1/score")))] >= 1
+    assert samples[("scoring_errors_total", (("kind", "404"),))] >= 1
+    assert samples[("scoring_texts_total", ())] >= 1
+    assert samples[("scoring_batch_size_count", ())] >= 1 and samples[("scoring_inference_seconds_sum", ())] > 0
+    assert samples[("scoring_request_seconds_count", ())] >= 1 and samples[("scoring_queue_texts", ())] == 0
 
 
 def test_binding_off_loopback_requires_a_token_and_it_is_checked(tmp_path):
@@ -185,7 +193,7 @@ def test_sigterm_drains_and_exits_cleanly():
 # ---------------------------------------------------------------- the score stage in Spark
 
 def test_score_settings_are_validated():
-    from jobs.config import ConfigError
+    from udfs.config import ConfigError
 
     with pytest.raises(ConfigError, match="score.on_failure: must be one of fail, null"):
         build(PipelineConfig, {"score": {"on_failure": "retry"}})
@@ -248,10 +256,11 @@ def test_score_stage_scores_through_spark_and_thresholds_separately(spark, servi
     assert {"id", "url", "text"} <= set(kept.columns)
 
     # A new threshold re-uses the stored scores: no service is started, the model is not needed.
-    rethresholded = ScoreStage(spark, score_config(threshold=0.9))
+    rethresholded = RecordingScoreStage(spark, score_config(threshold=0.9))
     scored = rethresholded.load(stage_dir)
-    rethresholded.transform(scored)
-    assert rethresholded._local is None
+    with ExitStack() as resources:
+        rethresholded.transform(scored, resources)
+    assert rethresholded.started == []
     again = str(tmp_path / "rethreshold")
     stats2 = run_stage(rethresholded, scored, again, "fp2", 120)
     assert stats2["reconciled"] and stats2["kept"] == int((expected >= 0.9).sum())
@@ -260,17 +269,44 @@ def test_score_stage_scores_through_spark_and_thresholds_separately(spark, servi
     assert np.array_equal(both2.quality_score.to_numpy(), both.quality_score.to_numpy())
 
 
+class RecordingScoreStage(ScoreStage):
+    """The real stage, noting the service it started (and, with ``fail_write``, failing its write)."""
+
+    def __init__(self, spark, cfg, fail_write=False):
+        super().__init__(spark, cfg)
+        self.fail_write, self.started = fail_write, []
+
+    def service_url(self, resources):
+        url = super().service_url(resources)
+        self.started.append(url)
+        assert get(url, "/readyz")[0] == 200
+        return url
+
+    def write(self, out, tmp_dir):
+        if self.fail_write:
+            raise RuntimeError("disk full")
+        super().write(out, tmp_dir)
+
+
 def test_without_a_service_url_the_stage_runs_its_own_and_stops_it(spark, tmp_path):
     texts = corpus_texts(20)
-    stage = ScoreStage(spark, score_config())
-    url = stage.service_url()  # started on a free loopback port with the shipped model
-    assert url.startswith("http://127.0.0.1:") and get(url, "/readyz")[0] == 200
-    process = stage._local.process
+    stage = RecordingScoreStage(spark, score_config())
     stats = run_stage(stage, docs_frame(spark, texts), str(tmp_path / "score"), "fp", len(texts))
     assert stats["reconciled"] and stats["kept"] + sum(stats["rejected"].values()) == 20
-    assert process.poll() == 0  # stopped (gracefully) when the stage finished writing
+    [url] = stage.started  # started on a free loopback port with the shipped model ...
+    assert url.startswith("http://127.0.0.1:")
+    with pytest.raises(OSError):  # ... and stopped when the stage finished writing
+        get(url, "/healthz")
+
+
+def test_a_failing_stage_still_stops_the_service_it_started(spark, tmp_path):
+    stage = RecordingScoreStage(spark, score_config(), fail_write=True)
+    with pytest.raises(RuntimeError, match="disk full"):
+        run_stage(stage, docs_frame(spark, corpus_texts(4)), str(tmp_path / "score"), "fp", 4)
+    [url] = stage.started
     with pytest.raises(OSError):
         get(url, "/healthz")
+    assert not list(tmp_path.iterdir())  # no stage folder, no temporary folder left behind
 
 
 def kill_after_first_texts(service: LocalService):

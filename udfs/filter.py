@@ -23,7 +23,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from jobs.config import CONF_DIR, ConfigError, build, read_yaml, require_file
+from udfs.config import ConfigError, build, require_file, shipped_section
 from udfs.langid import LanguageIdentifier
 from udfs.perplexity import PerplexityConfig, PerplexityScorer
 from udfs.quality import SIGNALS, compute_signals
@@ -31,7 +31,6 @@ from udfs.quality import SIGNALS, compute_signals
 RULESETS = ("gopher_quality", "gopher_repetition", "c4", "fineweb", "seed000", "perplexity")
 LANGUAGE_RULES = ("language", "language_score")
 PERPLEXITY_RULE = "perplexity"
-FILTER_DEFAULTS = CONF_DIR / "filter.yaml"
 
 
 @dataclass(frozen=True)
@@ -79,7 +78,7 @@ class RuleConfig:
 
 def default_rules() -> Dict[str, RuleConfig]:
     """The rule table of conf/filter.yaml, so ``FilterConfig()`` has the shipped defaults."""
-    rules = read_yaml(FILTER_DEFAULTS).get("filter", {}).get("rules", {})
+    rules = shipped_section("filter").get("rules", {})
     return {name: build(RuleConfig, spec, f"filter.rules.{name}") for name, spec in rules.items()}
 
 

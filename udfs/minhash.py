@@ -23,7 +23,7 @@ from typing import List, Sequence, Tuple
 import numpy as np
 import xxhash
 
-from jobs.config import ConfigError
+from udfs.config import ConfigError
 
 VERIFY_MODES = ("jaccard", "signature", "none")
 

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import xxhash
 
-from jobs.config import ConfigError
+from udfs.config import ConfigError, build, shipped_section
 
 REPEAT_HALF_LIFE = 15.4  # R*_D of Muennighoff et al. (2023), fitted on their runs
 
@@ -62,12 +62,18 @@ class DomainConfig:
                 raise ConfigError(f"{prefix}.url_patterns[{i}]: not a valid regular expression ({exc})") from None
 
 
+def default_domains() -> Dict[str, DomainConfig]:
+    """The domain table of conf/mix.yaml (data, not code), so ``MixConfig()`` has the shipped defaults."""
+    domains = shipped_section("mix").get("domains", {})
+    return {name: build(DomainConfig, spec, f"mix.domains.{name}") for name, spec in domains.items()}
+
+
 @dataclass(frozen=True)
 class MixConfig:
     # Number of buckets = MindRecord shards; match (a multiple of) the training device count.
     buckets: int = 8
     # Domains in rule order (the first whose rules match a document labels it).
-    domains: Dict[str, DomainConfig] = field(default_factory=lambda: {"web": DomainConfig(weight=1.0)})
+    domains: Dict[str, DomainConfig] = field(default_factory=default_domains)
     # Label of documents no rule matches; must be one of ``domains``.
     default_domain: str = "web"
     # Output size in (estimated) tokens; 0: the input's size, i.e. reweight without growing or shrinking.

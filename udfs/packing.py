@@ -31,7 +31,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 import xxhash
 
-from jobs.config import ConfigError
+from udfs.config import ConfigError
 from udfs.tokenizer import Tokenizer, TokenizerConfig, utf8_offsets
 
 # A paragraph ends at a blank line; a line break is a sentence-level boundary (lists, headings, verse).

@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from jobs.config import ConfigError, require_file
+from udfs.config import ConfigError, require_file
 from udfs.ngram_lm import BACKENDS, EOS, load_model, tokenize_all
 
 MODELS_DIR = Path(__file__).resolve().parent / "lm_models"

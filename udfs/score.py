@@ -8,7 +8,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import pandas as pd
 
-from jobs.config import ConfigError, require_file
+from udfs.config import ConfigError, require_file
 from scoring_service.client import ScoringClient, ScoringUnavailable
 
 ON_FAILURE = ("fail", "null")

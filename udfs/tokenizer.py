@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from jobs.config import ConfigError, require_file
+from udfs.config import ConfigError, require_file
 
 VOCAB_DIR = Path(__file__).resolve().parent / "vocab"
 

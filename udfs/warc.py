@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
-from jobs.config import ConfigError
+from udfs.config import ConfigError
 from udfs.html import charset_from_content_type, decode_html, extract_main_text
 from udfs.text import normalize_text
 

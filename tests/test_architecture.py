@@ -1,0 +1,125 @@
+"""Layers point one way, and the import graph of the shipped packages has no cycle.
+
+Read from the source (every ``import`` statement, also those inside functions), then checked by
+importing every module for real.
+"""
+import ast
+import importlib
+from pathlib import Path
+from typing import Dict, List, Set
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGES = ("jobs", "udfs", "scoring_service", "loader", "tools")
+# Package -> the project packages it may import. The scoring service stands alone (its client is
+# what udfs/score.py calls); udfs and loader build on it at most; jobs builds on all of them; tools
+# (offline model building) may use the runtime code, but nothing shipped imports tools.
+ALLOWED = {
+    "scoring_service": {"scoring_service"},
+    "udfs": {"udfs", "scoring_service"},
+    "loader": {"loader", "udfs"},
+    "jobs": {"jobs", "udfs", "scoring_service", "loader"},
+    "tools": {"tools", "udfs", "scoring_service"},
+}
+LEAVES = ("udfs.config",)  # import nothing of the project
+
+
+def module_names() -> Dict[str, Path]:
+    names = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+MODULES = module_names()
+
+
+def project_imports(path: Path) -> Set[str]:
+    """The project modules a file imports anywhere in it (a package's name when no module matches)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            targets = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
+        else:
+            continue
+        for target in targets:
+            if target.split(".")[0] in PACKAGES:
+                while target not in MODULES and "." in target:
+                    target = target.rsplit(".", 1)[0]
+                found.add(target)
+    return found
+
+
+GRAPH = {name: project_imports(path) - {name} for name, path in MODULES.items()}
+
+
+def test_every_package_is_read():
+    assert {"jobs.stage", "udfs.config", "scoring_service.server", "loader.dataset", "tools"} <= set(MODULES)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_layers_point_one_way(package):
+    wrong = {f"{module} imports {target}" for module, targets in GRAPH.items() if module.split(".")[0] == package
+             for target in targets if target.split(".")[0] not in ALLOWED[package]}
+    assert not wrong
+
+
+@pytest.mark.parametrize("leaf", LEAVES)
+def test_config_plumbing_is_a_leaf(leaf):
+    assert GRAPH[leaf] == set()
+
+
+def cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on_stack: Set[str] = set()
+    found: List[List[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_import_graph_has_no_cycle():
+    # A package imports its modules in __init__ (loader does): that edge is not a cycle of modules.
+    graph = {m: {t for t in targets if not m.startswith(t + ".")} for m, targets in GRAPH.items()}
+    assert cycles(graph) == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_every_module_imports(module):
+    importlib.import_module(module)

@@ -1,0 +1,74 @@
+"""The stage contract without running Spark: what a stage may read of the config, and its fingerprint.
+
+A stage sees only the config paths it declares (``Stage.config_paths``); the fingerprint hashes
+exactly those. So a changed setting that a stage reads, of its own section or another, always
+changes its fingerprint and re-runs it (tests/test_pipeline.py shows the re-run on real Spark).
+"""
+import dataclasses
+import shutil
+from functools import reduce
+
+import pytest
+
+from jobs import config, registry
+from jobs.pipeline import stage_fingerprint
+from jobs.stage import ConfigView
+from scoring_service.artifacts import DEFAULT_MODEL_DIR
+
+CHANGED = "<changed>"  # no setting has this value, whatever its type
+
+
+def replaced(obj, path, value):
+    """``obj`` (a frozen dataclass) with the setting at dotted ``path`` set to ``value``."""
+    head, _, rest = path.partition(".")
+    inner = replaced(getattr(obj, head), rest, value) if rest else value
+    return dataclasses.replace(obj, **{head: inner})
+
+
+def settings_read(stage_cls, cfg):
+    """Every single setting a stage reads: each declared path, one level into a declared section."""
+    for path in stage_cls.config_paths():
+        value = reduce(getattr, path.split("."), cfg)
+        if dataclasses.is_dataclass(value):
+            yield from (f"{path}.{f.name}" for f in dataclasses.fields(value))
+        else:
+            yield path
+
+
+CASES = [(name, path) for name in registry.STAGE_ORDER
+         for path in settings_read(registry.stage_class(name), config.PipelineConfig())]
+
+
+@pytest.mark.parametrize("stage, path", CASES, ids=[f"{s}:{p}" for s, p in CASES])
+def test_changing_any_setting_a_stage_reads_changes_its_fingerprint(stage, path, tmp_path):
+    cfg = config.PipelineConfig()
+    stage_cls = registry.stage_class(stage)
+    before = stage_fingerprint(stage_cls(None, cfg), cfg, "upstream")
+    # The score stage hashes the model it serves: another model must be a real one.
+    value = shutil.copytree(DEFAULT_MODEL_DIR, tmp_path / "model") if path == "score.model" else CHANGED
+    changed = replaced(cfg, path, str(value))
+    assert stage_fingerprint(stage_cls(None, changed), changed, "upstream") != before
+
+
+def test_the_stages_that_read_other_sections_declare_them():
+    assert "mix.buckets" in registry.stage_class("pack").config_paths()
+    assert {"mix.buckets", "pack.seq_len"} <= set(registry.stage_class("mindrecord").config_paths())
+    assert any(path.startswith("mix.") for stage, path in CASES if stage == "pack")
+
+
+def test_a_setting_a_stage_does_not_read_leaves_its_fingerprint_alone():
+    cfg = config.PipelineConfig()
+    pii = registry.stage_class("pii")
+    other = replaced(cfg, "mix.buckets", 99)
+    assert stage_fingerprint(pii(None, other), other, "up") == stage_fingerprint(pii(None, cfg), cfg, "up")
+    assert stage_fingerprint(pii(None, cfg), cfg, "other upstream") != stage_fingerprint(pii(None, cfg), cfg, "up")
+
+
+def test_reading_an_undeclared_setting_is_an_error_naming_it():
+    cfg = config.PipelineConfig()
+    view = ConfigView(cfg, ["pack", "mix.buckets", "io.parquet_compression"])
+    assert view.pack is cfg.pack and view.mix.buckets == cfg.mix.buckets
+    with pytest.raises(AttributeError, match=r"config mix\.seed is read but not declared"):
+        view.mix.seed
+    with pytest.raises(AttributeError, match=r"config filter is read but not declared"):
+        view.filter
