@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import shared
+from conftest import shared
 from udfs.boilerplate import drop_boilerplate_lines, furniture_selector, is_boilerplate_line, is_furniture_name
 from udfs.html import decode_html, extract_main_text
 from udfs.text import normalize_text

@@ -6,12 +6,12 @@ import random
 import pytest
 from pyspark.sql import functions as F
 
-from bench.dedup_corpus import (edit_chars, edit_words, expected_removed, peoples_daily_paragraphs,
-                                similar_pairs, wiki_paragraphs, with_boilerplate)
+from conftest import shared
+from dedup_corpus import (edit_chars, edit_words, expected_removed, peoples_daily_paragraphs,
+                          similar_pairs, wiki_paragraphs, with_boilerplate)
 from jobs import config
 from jobs.dedup import Checkpointer, DedupStage, connected_components, join_hot_safe
 from jobs.pipeline import run_pipeline
-from tests.conftest import shared
 
 DECISION = ["id", "cluster_id", "survivor_id", "reject_rule", "_outcome"]
 

@@ -4,9 +4,9 @@ import random
 import numpy as np
 import pytest
 
-from bench.dedup_corpus import edit_words, jaccard as set_jaccard, shingle_set
+from conftest import shared
+from dedup_corpus import edit_words, jaccard as set_jaccard, shingle_set
 from jobs.config import ConfigError, build
-from tests.conftest import shared
 from udfs.minhash import (DedupConfig, choose_bands, describe_bands, estimated_jaccard, exact_hash,
                           jaccard, minhash, normalize, permutations, s_curve, shingles,
                           signature_batch)

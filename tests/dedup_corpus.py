@@ -1,5 +1,5 @@
-"""Real passages, planted near-duplicates and exhaustive-Jaccard ground truth for the dedup benchmarks
-and tests.
+"""Real passages, planted near-duplicates and exhaustive-Jaccard ground truth for the dedup tests and
+benchmarks (``bench/dedup_*.py`` put ``tests/`` on their path to import it).
 
 Passages come from ``../shared/data/corpora``: Project Gutenberg books and ABC news transcripts
 (English, word passages), Wikipedia article paragraphs, People's Daily paragraphs (Chinese). The
@@ -17,7 +17,9 @@ from itertools import combinations
 from pathlib import Path
 from typing import Dict, Iterable, List, Sequence, Set, Tuple
 
-CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "corpora"
+from conftest import SHARED_DATA
+
+CORPORA = SHARED_DATA / "corpora"
 
 BOILERPLATE = [
     "Share this article on Facebook and Twitter.",
