@@ -1,4 +1,9 @@
-"""One real local Spark session for the whole test run (starting one per test costs seconds)."""
+"""One real local Spark session for the whole test run (starting one per test costs seconds), the
+shared data beside the repository, and the markers that pick the fast subset (see pytest.ini).
+
+Test modules import this file as ``conftest`` (``from conftest import shared``), never as
+``tests.conftest``: pytest has already loaded it under that name, and a second name would load it twice.
+"""
 from __future__ import annotations
 
 import os
@@ -10,17 +15,35 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 SHARED_DATA = SHARED / "data"
+# Under CI missing shared data is a broken checkout, not an optional extra: the tests that need it fail.
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false")
 
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 def shared(rel: str) -> Path:
-    """A file under ../shared/data; skips the test when shared data is not laid out beside the repo."""
+    """A file under ../shared/data; without it the test skips (fails under CI)."""
     path = SHARED_DATA / rel
     if not path.exists():
-        pytest.skip(f"shared data not available: {path}")
+        message = f"shared data not available: {path}"
+        if IN_CI:
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
     return path
+
+
+def pytest_runtest_setup(item):
+    """``@pytest.mark.shared_data(rel)``: for parameters built from shared data at collection time."""
+    for mark in item.iter_markers("shared_data"):
+        shared(*mark.args)
+
+
+def pytest_collection_modifyitems(items):
+    """``spark`` on every test that uses the session, directly or through another fixture."""
+    for item in items:
+        if "spark" in item.fixturenames:
+            item.add_marker(pytest.mark.spark)
 
 
 @pytest.fixture(scope="session")

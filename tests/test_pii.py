@@ -359,6 +359,7 @@ def test_presidio_default_registry_still_builds_beside_our_recognizers():
     assert all(type(r).__module__.startswith("presidio_analyzer") for r in registry.recognizers)
 
 
+@pytest.mark.service  # a fresh interpreter
 def test_building_and_scrubbing_never_touch_the_network(tmp_path):
     """In a fresh interpreter whose audit hook refuses every socket, the scrubber builds (Presidio,
     phonenumbers, tldextract's public-suffix list) and scrubs: nothing is downloaded at run time."""

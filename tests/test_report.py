@@ -70,6 +70,7 @@ def test_report_degrades_to_the_sections_the_stats_support(tmp_path):
     assert "No finished stage" in bare and "<svg" not in bare
 
 
+@pytest.mark.service  # Chromium
 def test_report_renders_in_headless_chromium(report, tmp_path):
     from PIL import Image
 

@@ -75,6 +75,7 @@ def test_ranking_and_threshold_metrics():
 
 # ---------------------------------------------------------------- training and export
 
+@pytest.mark.slow  # trains a MindSpore model
 def test_training_writes_checkpoint_dynamic_mindir_and_card(tmp_path):
     from scoring_service.backend import TextScorer
     from scoring_service.artifacts import NetShape
@@ -124,6 +125,7 @@ def test_shipped_model_card_and_licences():
     assert size < 12 << 20
 
 
+@pytest.mark.slow  # loads the shipped MindSpore model
 def test_requests_arriving_together_are_scored_in_one_forward_pass(shipped):
     from scoring_service.server import Metrics, MicroBatcher, ServerConfig
 
@@ -152,6 +154,7 @@ def _length_auc(positives, negatives):
     return metrics.roc_auc(np.r_[np.ones(len(positives)), np.zeros(len(negatives))], np.array(lengths))
 
 
+@pytest.mark.slow  # scores real pages with MindSpore
 def test_shipped_model_ranks_article_bodies_above_their_pages_boilerplate(shipped):
     # Never-trained-on pages (trafilatura's evaluation set, many languages): the article text of each
     # page against the rest of the same page. Bars: clearly above ranking by length, and at the
@@ -163,6 +166,7 @@ def test_shipped_model_ranks_article_bodies_above_their_pages_boilerplate(shippe
     assert at["accuracy"] >= 0.85, at
 
 
+@pytest.mark.slow  # scores real text with MindSpore
 def test_shipped_model_ranks_news_above_chat_and_chinese_news_above_chinese_boilerplate(shipped):
     import random
 
