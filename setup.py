@@ -5,7 +5,7 @@ setup(
     name="corpusmill",
     version="0.1.0",
     description="WARC → filtered, PII-scrubbed, deduplicated, scored, packed MindRecord training data on Spark",
-    python_requires=">=3.9",
+    python_requires=">=3.9,<3.12",  # README, scripts/bootstrap.sh and tests/test_architecture.py agree
     packages=find_packages(include=["jobs", "jobs.*", "udfs", "udfs.*", "scoring_service", "scoring_service.*",
                                     "loader", "loader.*", "tools", "tools.*"]),
     include_package_data=True,

@@ -1,10 +1,14 @@
-"""Layers point one way, and the import graph of the shipped packages has no cycle.
+"""Layers point one way, the import graph of the shipped packages has no cycle, and the code runs
+on every Python version the project claims.
 
-Read from the source (every ``import`` statement, also those inside functions), then checked by
-importing every module for real.
+Imports are read from the source (every ``import`` statement, also those inside functions), then
+checked by importing every module for real.
 """
 import ast
 import importlib
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, List, Set
 
@@ -123,3 +127,34 @@ def test_the_import_graph_has_no_cycle():
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_every_module_imports(module):
     importlib.import_module(module)
+
+
+# ---------------------------------------------------------------- supported Python versions
+
+def test_readme_setup_and_bootstrap_claim_the_same_python_versions():
+    readme = re.search(r"Python (3\.\d+)–(3\.\d+)", (ROOT / "README.md").read_text()).groups()
+    setup = re.search(r'python_requires=">=(3\.\d+),<3\.(\d+)"', (ROOT / "setup.py").read_text()).groups()
+    bootstrap = re.search(r"\(3, (\d+)\) <= sys\.version_info\[:2\] <= \(3, (\d+)\)",
+                          (ROOT / "scripts" / "bootstrap.sh").read_text()).groups()
+    assert readme == (setup[0], f"3.{int(setup[1]) - 1}") == tuple(f"3.{v}" for v in bootstrap)
+
+
+@pytest.mark.service  # runs vermin
+def test_the_code_needs_nothing_newer_than_the_oldest_python_claimed():
+    """vermin reads every shipped module (annotations too) for syntax and library use by version."""
+    oldest = re.search(r'python_requires=">=(3\.\d+)', (ROOT / "setup.py").read_text()).group(1)
+    vermin = Path(sys.executable).with_name("vermin")
+    result = subprocess.run([str(vermin), "--no-tips", "--violations", "--eval-annotations", f"-t={oldest}-",
+                             *PACKAGES], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+@pytest.mark.service  # a fresh interpreter
+def test_loading_the_config_and_the_cli_imports_no_engine():
+    """Config classes live beside the per-record logic, so `corpusmill --help` or a bad config is
+    answered without starting to import Spark or MindSpore."""
+    probe = ("import sys, jobs.cli, jobs.config; jobs.config.load(); "
+             "print(sorted(m for m in ('pyspark', 'mindspore', 'tools') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]"

@@ -2,6 +2,7 @@
 real English (Wikipedia) and Chinese (People's Daily) text against exhaustive-Jaccard ground truth."""
 import math
 import random
+from contextlib import ExitStack
 
 import pytest
 from pyspark.sql import functions as F
@@ -156,7 +157,7 @@ def test_stats_reconcile_and_report_clusters(planted):
 @pytest.mark.parametrize("partitions", [1, 4, 16])
 def test_same_result_for_any_partitioning_and_run(spark, planted, partitions):
     docs = spark.read.parquet(planted["input"]).repartition(partitions)
-    out = DedupStage(spark, planted["cfg"]).transform(docs)
+    out = DedupStage(spark, planted["cfg"]).transform(docs, ExitStack()).rows
     assert sorted(map(tuple, out.select(*DECISION).collect())) == planted["decisions"]
 
 
@@ -197,6 +198,6 @@ def test_switches_and_verification_modes(spark, settings, expected):
     rows = [("a0", a), ("a1-near", edit_words(a, 0.01, rng, b.split())), ("a2-copy", a.upper()),
             ("b0", b), ("b1-far", edit_words(b, 0.3, rng, a.split())), ("c0", "A short text.")]
     cfg = config.load(overrides={"dedup": settings})
-    out = DedupStage(spark, cfg).transform(spark.createDataFrame(rows, "id string, text string"))
+    out = DedupStage(spark, cfg).transform(spark.createDataFrame(rows, "id string, text string"), ExitStack()).rows
     rejected = {r["id"]: (r["reject_rule"], r["survivor_id"]) for r in out.where("_outcome = 'rejected'").collect()}
     assert rejected == {i: (rule, "a0") for i, rule in expected.items()}
