@@ -71,6 +71,14 @@ def get(url, path, headers=None):
         return err.code, err.read()
 
 
+def metric_samples(url):
+    """{(name, sorted labels): value} of every sample on the service's /metrics."""
+    status, data = get(url, "/metrics")
+    assert status == 200
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(data.decode()) for s in family.samples}
+
+
 def arrow_body(texts):
     sink = io.BytesIO()
     table = pa.table({"text": pa.array(texts, type=pa.string())})
@@ -144,10 +152,7 @@ def test_health_readiness_model_and_metrics_endpoints(service):
     assert status == 200 and model["loaded_from"] == "model.mindir" and 0 < model["threshold"] < 1
     assert get(service, "/nope")[0] == 404 and get(service, "/v1/score")[0] == 405
     assert post(service, "/v1/score", json.dumps({"texts": ["hello there."]}), "application/json")[0] == 200
-    status, data = get(service, "/metrics")
-    assert status == 200
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-               for family in text_string_to_metric_families(data.decode()) for s in family.samples}
+    samples = metric_samples(service)
     assert samples[("scoring_requests_total", (("code", "200"), ("endpoint", "/v1/score")))] >= 1
     assert samples[("scoring_errors_total", (("kind", "404"),))] >= 1
     assert samples[("scoring_texts_total", ())] >= 1
