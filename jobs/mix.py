@@ -68,7 +68,7 @@ class MixStage(Stage):
         totals = labelled.groupBy("domain").agg(F.count("*").alias("docs"),
                                                 F.sum("token_estimate").alias("tokens")).collect()
         plan = plan_mixture({r["domain"]: int(r["tokens"] or 0) for r in totals},
-                                 {r["domain"]: int(r["docs"]) for r in totals}, cfg)
+                            {r["domain"]: int(r["docs"]) for r in totals}, cfg)
 
         epochs = F.create_map(*[x for name, p in plan.items() for x in (F.lit(name), F.lit(float(p.epochs)))])
         n = copies(F.col("id"), epochs[F.col("domain")])

@@ -7,9 +7,9 @@ nothing before.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-import dataclasses
 from functools import reduce
 from typing import Any, List, Optional, Sequence
 
@@ -30,9 +30,9 @@ def _as_data(value: Any) -> Any:
     return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
 
 
-def stage_fingerprint(stage: Stage, cfg, upstream: str) -> str:
+def stage_fingerprint(stage: Stage, upstream: str) -> str:
     """Hash of everything the stage's output depends on: the config it reads, its files, its input."""
-    settings = {path: _as_data(reduce(getattr, path.split("."), cfg)) for path in stage.config_paths()}
+    settings = {path: _as_data(reduce(getattr, path.split("."), stage.cfg)) for path in stage.config_paths()}
     return _chain(stage.name, settings, upstream, stage.artifact_fingerprint())
 
 
@@ -89,7 +89,7 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
     all_stats = []
     for position, name in enumerate(stages):
         stage = registry.stage_class(name)(spark, cfg, **({"sample_fraction": sample} if name == "extract" else {}))
-        stage_fp = stage_fingerprint(stage, cfg, upstream)
+        stage_fp = stage_fingerprint(stage, upstream)
         stage_dir = f"{run_dir}/{name}"
         if is_complete(fs, stage_dir, stage_fp):
             stats = fs.read_json(f"{stage_dir}/{STATS}")

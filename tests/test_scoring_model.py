@@ -136,8 +136,8 @@ def test_requests_arriving_together_are_scored_in_one_forward_pass(shipped):
     for job in jobs:
         assert job.done.wait(30)
     batcher.stop(5)
-    counts, total, n = metrics_.histograms["scoring_batch_size"]
-    assert (n, total) == (1, 4)  # one pass over all four texts
+    samples = metrics_.registry.get_sample_value
+    assert (samples("scoring_batch_size_count"), samples("scoring_batch_size_sum")) == (1, 4)  # one pass, 4 texts
     alone = [shipped.score(texts) for texts in requests]
     assert all(np.allclose(job.scores, expected, atol=1e-6) for job, expected in zip(jobs, alone))
 

@@ -318,8 +318,7 @@ def kill_after_first_texts(service: LocalService):
     """Kill the service (SIGKILL) as soon as it has scored something: a crash mid-stage."""
     def watch():
         while True:
-            status, data = get(service.url, "/metrics")
-            if b"scoring_texts_total" in data:
+            if metric_samples(service.url)[("scoring_texts_total", ())] > 0:
                 service.process.kill()
                 return
             time.sleep(0.02)

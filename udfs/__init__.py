@@ -9,7 +9,8 @@ stage       per-record logic                                                    
 extract     ``warc`` (records → documents), ``html``, ``boilerplate``, ``text``       ExtractConfig
 filter      ``filter`` (rules), ``langid``, ``quality`` (signals), ``perplexity``,    FilterConfig
             ``ngram_lm`` (the n-gram LM it scores with)
-pii         ``pii`` (scrubbing, replacement), ``pii_recognizers`` (Presidio ones)    PiiConfig
+pii         ``pii`` (scrubbing, replacement), ``pii_recognizers`` (Presidio ones),   PiiConfig
+            ``pii_errors`` (why a document could not be scrubbed)
 dedup       ``minhash`` (normalisation, shingles, signatures, LSH bands)            DedupConfig
 score       ``score`` (the service client inside a pandas UDF)                      ScoreConfig
 mix         ``mixture`` (domain rules, the mixture plan, sampling)                  MixConfig
