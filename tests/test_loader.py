@@ -48,8 +48,11 @@ def test_sequence_batches_for_each_rank_cover_the_shards(shards):
             assert all(batch[c].shape == (2, SEQ_LEN) and batch[c].dtype == np.int32 for c in batch)
             np.testing.assert_array_equal(batch["position_ids"], position_ids_from_segments(batch["segment_ids"]))
             seen += [tuple(row) for row in batch["input_ids"]]
-    assert len(set(seen)) >= total - 3  # both ranks together: every sequence but the dropped remainders
-    assert set(seen) <= {tuple(b["input_ids"][0]) for b in everything}
+    # Both ranks together: every sequence but the dropped remainders. The mixture repeats documents,
+    # so a short document packed alone gives identical sequences: compare distinct ones.
+    distinct = {tuple(b["input_ids"][0]) for b in everything}
+    assert len(set(seen)) >= len(distinct) - 3
+    assert set(seen) <= distinct
 
 
 def test_shuffle_is_reproducible_by_seed(shards):
