@@ -2,8 +2,9 @@
 
 Each stage's config class lives beside its per-record logic in ``udfs/`` (``udfs/config.py`` holds
 the plumbing); this module adds the sections that belong to the driver (Spark, I/O) and loads a
-file. The YAML in ``conf/`` restates every default of these classes (``tests/test_config.py``
-checks that they agree), so ``PipelineConfig()`` in a notebook behaves as ``conf/local.yaml``.
+file. The YAML in ``conf/`` names every setting with its default: scalar defaults are the classes'
+and restated there, tables (filter rules, mix domains) are read from there; ``tests/test_config.py``
+checks that both agree, so ``PipelineConfig()`` in a notebook behaves as ``conf/local.yaml``.
 """
 from __future__ import annotations
 
