@@ -322,19 +322,61 @@ def test_ner_replaces_names_places_and_organisations_per_language(ner_pipelines)
     assert catch_all.scrub("John Smith", None) == ("<PERSON>", {"PERSON": 1})
 
 
+# ------------------------------------------------------------------ URLs
+
+@pytest.mark.parametrize("url,expected,counts", [
+    # Query values are read after their name (the context word of token=…), decoded first.
+    ("https://shop.example.org/account?email=jane.doe%40gmail.com&token=Zx8Kq2Lm9Pw4Rt7Yb3Nc6Vd1&page=2",
+     "https://shop.example.org/account?email=<EMAIL>&token=<API_KEY>&page=2", {"EMAIL": 1, "API_KEY": 1}),
+    ("https://x.cn/verify?id=11010519491231002X&card=4111+1111+1111+1111&iban=DE89370400440532013000",
+     "https://x.cn/verify?id=<CN_ID>&card=<CREDIT_CARD>&iban=<IBAN>", {"CN_ID": 1, "CREDIT_CARD": 1, "IBAN": 1}),
+    ("https://x.com/search?q=call+%28415%29+555-0132&ssn=536-90-4399",
+     "https://x.com/search?q=call%20<PHONE>&ssn=<US_SSN>", {"PHONE": 1, "US_SSN": 1}),
+    # Path segments and the fragment too (profile pages, OAuth's #access_token=…); host and scheme stay.
+    ("https://forum.example.net/u/jane.doe@gmail.com/posts#access_token=ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5",
+     "https://forum.example.net/u/<EMAIL>/posts#access_token=<API_KEY>", {"EMAIL": 1, "API_KEY": 1}),
+    ("mailto:jane.doe@gmail.com", "mailto:<EMAIL>", {"EMAIL": 1}),
+    # A password in the user info is a credential, recognised or not.
+    ("ftp://jane:hunter2@files.example.org/pub/", "ftp://jane:<API_KEY>@files.example.org/pub/", {"API_KEY": 1}),
+    # Nothing found: the URL comes back exactly as written (its encoding too), so domain rules still match.
+    ("https://www.bbc.co.uk/news/world-12345678?page=2&ref=a%2Fb", "https://www.bbc.co.uk/news/world-12345678?page=2&ref=a%2Fb", {}),
+    ("https://docs.example.com/contact?to=user%40example.com", "https://docs.example.com/contact?to=user%40example.com", {}),
+])
+def test_urls_are_scrubbed_piece_by_piece_with_the_same_recognizers(scrubber, url, expected, counts):
+    assert scrubber.scrub_url(url) == (expected, counts)
+
+
+def test_url_placeholders_follow_the_config():
+    custom = scrubber_with(placeholders={"EMAIL": "[EMAIL]"}, enabled={"API_KEY": False})
+    assert custom.scrub_url("https://x.org/?to=a.b%40gmail.com&token=Zx8Kq2Lm9Pw4Rt7Yb3Nc6Vd1") == (
+        "https://x.org/?to=[EMAIL]&token=Zx8Kq2Lm9Pw4Rt7Yb3Nc6Vd1", {"EMAIL": 1})
+
+
+def test_context_is_read_but_never_rewritten(scrubber):
+    # The e-mail pattern would start at "to=": only the value part is replaced.
+    assert scrubber.scrub("jane.doe@gmail.com", context="to=") == ("<EMAIL>", {"EMAIL": 1})
+    assert scrubber.scrub("Zx8Kq2Lm9Pw4Rt7Yb3Nc6Vd1", context="api_key=") == ("<API_KEY>", {"API_KEY": 1})
+    assert scrubber.scrub("Zx8Kq2Lm9Pw4Rt7Yb3Nc6Vd1", context="page=") == ("Zx8Kq2Lm9Pw4Rt7Yb3Nc6Vd1", {})
+
+
 # ------------------------------------------------------------------ failures and what is logged
 
 def test_documents_that_cannot_be_analysed_come_back_as_errors():
     small = scrubber_with(max_doc_chars=100)
     long_text = "mail a.b@gmail.com " * 10
     too_long = "DocumentTooLong: document longer than max_doc_chars=100"
-    assert small.scrub_or_error(long_text) == (long_text, {}, too_long)
-    assert small.scrub_or_error(None) == (None, {}, "text is null")
+    # No text comes back with an error: errors/ of the stage holds nothing raw (the URL is scrubbed).
+    assert small.scrub_or_error(long_text, url="https://x.org/?to=a.b%40gmail.com") == (
+        None, {}, too_long, "https://x.org/?to=<EMAIL>", {"EMAIL": 1})
+    assert small.scrub_or_error(None) == (None, {}, "text is null", None, {})
     hurried = scrubber_with(regex_timeout_s=0.001)
     crowded = "host 10.1.2.3 " * 100_000
     result = hurried.scrub_or_error(crowded)
-    assert result.text == crowded and result.counts == {}
+    assert result.text is None and result.counts == {}
     assert re.fullmatch(r"AnalysisTimeout: \w+ ran past 0.001 s", result.error)
+    # A URL that cannot be parsed: an error naming the part, never quoting it; no text either.
+    broken = small.scrub_or_error("fine", url="http://[a.b@gmail.com/x")
+    assert broken == (None, {}, "url: ValueError during PII analysis", None, {})
 
 
 def test_original_values_never_reach_the_logs_or_errors(caplog):

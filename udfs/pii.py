@@ -12,6 +12,11 @@ live in ``udfs.pii_recognizers``. Its raw findings then pass the policy of the c
 What is left is replaced by a typed placeholder (``<EMAIL>``) or, as an option, by a fake value of
 the same type (Faker; the same value gets the same stand-in throughout a document). Only types and
 counts leave this module: no original value is logged, counted or put in an error message.
+
+A document's URL goes through the same recognizers piece by piece (``PiiScrubber.scrub_url``): each
+path segment, each ``name=value`` pair of the query and the fragment, percent-decoded, so
+``?email=jane%40mail.com`` becomes ``?email=<EMAIL>``; scheme, host and the untouched pieces stay
+as they were written, so domain rules and dedup still read the URL.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+from urllib.parse import quote, unquote, unquote_plus, urlsplit, urlunsplit
 
 from stdnum import luhn
 from stdnum.cn import uscc
@@ -146,9 +152,18 @@ class Finding(NamedTuple):
 
 
 class Scrubbed(NamedTuple):
+    """A document after scrubbing. On an error ``text`` is None (the raw text is never passed on)."""
     text: Optional[str]
     counts: Dict[str, int]
     error: Optional[str]
+    url: Optional[str] = None
+    url_counts: Dict[str, int] = {}
+
+
+
+def _quote_url_piece(text: str) -> str:
+    """Percent-encoding of the decoded text around replacements in a rewritten URL piece."""
+    return quote(text, safe="@:+,;=!$'()*~")
 
 
 class PiiScrubber:
@@ -225,33 +240,94 @@ class PiiScrubber:
         return chosen
 
     # -- replacing ----------------------------------------------------------------------------
-    def scrub(self, text: str, lang: Optional[str] = None) -> Tuple[str, Dict[str, int]]:
-        found = self.findings(text, lang)
+    def scrub(self, text: str, lang: Optional[str] = None, context: str = "",
+              between: Callable[[str], str] = str) -> Tuple[str, Dict[str, int]]:
+        """``text`` with its findings replaced, and the replacements per type. ``context`` is read
+        before ``text`` (for context words, e.g. a query parameter's name) but never rewritten: a
+        finding that begins in it is cut to its part in ``text``. ``between`` maps the text between
+        replacements (a URL piece re-encodes it; the replacements stay as configured)."""
+        found = self.findings(context + text, lang)
         fake = self.fakes.for_document(text) if self.fakes else None
         parts, counts, pos = [], {}, 0
         for f in found:
-            parts.append(text[pos:f.start])
+            if f.end <= len(context):
+                continue
+            start, end = max(f.start - len(context), 0), f.end - len(context)
+            parts.append(between(text[pos:start]))
             if fake and f.entity != "PRIVATE_KEY":  # a fake key block would still read as a leaked key
-                parts.append(fake(f.entity, text[f.start:f.end]))
+                parts.append(fake(f.entity, text[start:end]))
             else:
                 parts.append(self.cfg.placeholder(f.entity))
             counts[f.entity] = counts.get(f.entity, 0) + 1
-            pos = f.end
-        parts.append(text[pos:])
+            pos = end
+        parts.append(between(text[pos:]))
         return "".join(parts), counts
 
-    def scrub_or_error(self, text: Optional[str], lang: Optional[str] = None) -> Scrubbed:
-        """Never raises for a bad document: the failure comes back as a countable reason."""
+    def scrub_url(self, url: str) -> Tuple[str, Dict[str, int]]:
+        """``url`` with every finding in its path segments, query and fragment pairs (the value read
+        after its name, so ``token=…`` has its context word) replaced, and a password in the user
+        info always replaced (a credential by definition). Scheme, host and port are kept: a host
+        names a server, and mix's domain rules, dedup and the report read it. Pieces without
+        findings keep their original encoding."""
+        counts: Dict[str, int] = {}
+        parts = urlsplit(url)
+        userinfo, at, hostport = parts.netloc.rpartition("@")
+        if not at and not self.findings(unquote_plus(url)):  # most URLs: one analysis, nothing to rewrite
+            return url, counts
+
+        def scrub_piece(piece: str, decode: Callable[[str], str] = unquote, context: str = "") -> str:
+            scrubbed, found = self.scrub(decode(piece), context=context, between=_quote_url_piece)
+            for entity, n in found.items():
+                counts[entity] = counts.get(entity, 0) + n
+            return scrubbed if found else piece
+
+        def scrub_pairs(pairs: str) -> str:
+            scrubbed = []
+            for pair in pairs.split("&"):
+                name, eq, value = pair.partition("=")
+                value = scrub_piece(value, unquote_plus, context=unquote_plus(name) + eq)
+                scrubbed.append(scrub_piece(name, unquote_plus) + eq + value)
+            return "&".join(scrubbed)
+
+        if at:
+            user, colon, password = userinfo.partition(":")
+            if colon and password:
+                password = self.cfg.placeholder("API_KEY")
+                counts["API_KEY"] = counts.get("API_KEY", 0) + 1
+            netloc = scrub_piece(user) + colon + password + at + hostport
+        else:
+            netloc = parts.netloc
+        path = "/".join(scrub_piece(segment) for segment in parts.path.split("/"))
+        return urlunsplit((parts.scheme, netloc, path, scrub_pairs(parts.query), scrub_pairs(parts.fragment))), counts
+
+    def scrub_or_error(self, text: Optional[str], lang: Optional[str] = None, url: Optional[str] = None) -> Scrubbed:
+        """Never raises for a bad document: the failure comes back as a countable reason, with the
+        URL scrubbed where it could be and no text (errors/ must hold nothing raw)."""
+        url_out, url_counts, error = self._scrub_url_or_error(url)
         if text is None:
-            return Scrubbed(None, {}, "text is null")
+            return Scrubbed(None, {}, error or "text is null", url_out, url_counts)
         try:
             scrubbed, counts = self.scrub(text, lang)
-            return Scrubbed(scrubbed, counts, None)
-        except PiiError as exc:
-            return Scrubbed(text, {}, f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # noqa: BLE001 - one document must not stop the job
-            # Foreign messages may quote the text (ipaddress does), so only the type is kept.
-            return Scrubbed(text, {}, f"{type(exc).__name__} during PII analysis")
+            return Scrubbed(None, {}, _error_reason(exc), url_out, url_counts)
+        if error:
+            return Scrubbed(None, {}, error, url_out, url_counts)
+        return Scrubbed(scrubbed, counts, None, url_out, url_counts)
+
+    def _scrub_url_or_error(self, url: Optional[str]) -> Tuple[Optional[str], Dict[str, int], Optional[str]]:
+        if url is None:
+            return None, {}, None
+        try:
+            return (*self.scrub_url(url), None)
+        except Exception as exc:  # noqa: BLE001 - a malformed URL is the document's error, not the job's
+            return None, {}, f"url: {_error_reason(exc)}"
+
+
+def _error_reason(exc: Exception) -> str:
+    if isinstance(exc, PiiError):
+        return f"{type(exc).__name__}: {exc}"
+    # Foreign messages may quote the text (ipaddress does, urlsplit quotes the URL), so only the type is kept.
+    return f"{type(exc).__name__} during PII analysis"
 
 
 _SCRUBBERS: Dict[str, PiiScrubber] = {}
