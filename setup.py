@@ -34,6 +34,8 @@ setup(
         "sentencepiece>=0.2.3,<0.3",
         "scipy>=1.10",
         "prometheus-client>=0.20,<1",
+        "uvicorn>=0.30,<1",
+        "h11>=0.14,<1",
     ],
     extras_require={
         "dev": ["pytest>=7", "vermin>=1.6,<2"],

@@ -16,9 +16,11 @@ def _serve(args) -> int:
 
     config = ServerConfig(model_dir=args.model, host=args.host, port=args.port, backend=args.backend,
                           device=args.device, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
-                          max_queue_texts=args.max_queue_texts, max_request_texts=args.max_request_texts,
-                          max_request_bytes=args.max_request_bytes, max_text_bytes=args.max_text_bytes,
-                          max_connections=args.max_connections, token=resolve_token(args.token_file))
+                          max_queue_texts=args.max_queue_texts, max_queue_bytes=args.max_queue_bytes,
+                          max_request_texts=args.max_request_texts, max_request_bytes=args.max_request_bytes,
+                          max_text_bytes=args.max_text_bytes, max_connections=args.max_connections,
+                          backlog=args.backlog, request_timeout_s=args.request_timeout_s,
+                          answer_timeout_s=args.answer_timeout_s, token=resolve_token(args.token_file))
     return serve(config, exit_with_parent=args.exit_with_parent)
 
 
@@ -71,10 +73,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     serve.add_argument("--max-batch", type=int, default=512, help="texts merged into one forward pass")
     serve.add_argument("--max-wait-ms", type=float, default=5.0, help="wait for more texts to fill a batch")
     serve.add_argument("--max-queue-texts", type=int, default=16384, help="queued texts before 429")
+    serve.add_argument("--max-queue-bytes", type=int, default=256 << 20,
+                       help="body bytes of the requests in hand before 429 (at least --max-request-bytes)")
     serve.add_argument("--max-request-texts", type=int, default=4096)
     serve.add_argument("--max-request-bytes", type=int, default=64 << 20)
     serve.add_argument("--max-text-bytes", type=int, default=1 << 20)
-    serve.add_argument("--max-connections", type=int, default=64)
+    serve.add_argument("--max-connections", type=int, default=1024, help="open connections before 503")
+    serve.add_argument("--backlog", type=int, default=2048, help="listen backlog")
+    serve.add_argument("--request-timeout-s", type=float, default=30.0,
+                       help="a request (headers and body) must arrive within this of its connection's last answer")
+    serve.add_argument("--answer-timeout-s", type=float, default=120.0,
+                       help="wait this long for the model's scores, then answer 503")
     serve.add_argument("--token-file", help="file holding the bearer token (else $CORPUSMILL_SCORE_TOKEN)")
     serve.add_argument("--exit-with-parent", action="store_true", help="stop when the parent process exits")
     serve.set_defaults(run=_serve)

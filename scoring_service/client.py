@@ -177,7 +177,9 @@ class LocalService:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         env.pop("CORPUSMILL_SCORE_TOKEN", None)  # loopback only; the embedded service needs none
-        self._log = tempfile.NamedTemporaryFile(prefix="scoring-service-", suffix=".log", delete=False)
+        # The service's stderr, in a file without a name: the system removes it once closed, even
+        # when this process is killed, and its tail explains a failed start.
+        self._log = tempfile.TemporaryFile(prefix="scoring-service-", suffix=".log")
         cmd = [sys.executable, "-m", "scoring_service", "serve", "--model", self.model_dir,
                "--host", "127.0.0.1", "--port", "0", "--device", self.device, "--exit-with-parent",
                *self.extra_args]
@@ -207,11 +209,13 @@ class LocalService:
                                      f"{self.startup_timeout_s:.0f} s; end of its log:\n{tail}")
         return found[0]
 
-    def log_tail(self, lines: int = 20) -> str:
+    def log_tail(self, lines: int = 20, max_bytes: int = 64 << 10) -> str:
         if not self._log:
             return ""
-        with open(self._log.name, encoding="utf-8", errors="replace") as fh:
-            return "".join(fh.readlines()[-lines:])
+        size = os.fstat(self._log.fileno()).st_size
+        self._log.seek(max(0, size - max_bytes))
+        text = self._log.read(max_bytes).decode("utf-8", "replace")
+        return "".join(text.splitlines(keepends=True)[-lines:])
 
     def stop(self, grace_s: float = 15.0) -> None:
         if self.process is None:
@@ -229,7 +233,6 @@ class LocalService:
         self.process = None
         if self._log:
             self._log.close()
-            os.unlink(self._log.name)
             self._log = None
 
     def __enter__(self) -> str:

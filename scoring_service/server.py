@@ -4,8 +4,8 @@
 
 Endpoints
     POST /v1/score   texts in, scores out. Body either JSON ``{"texts": [...]}`` (answer JSON
-                     ``{"scores": [...], "model": ..., "version": ...}``) or an Arrow IPC stream with a
-                     string column ``text`` (``Content-Type: application/vnd.apache.arrow.stream``;
+                     ``{"scores": [...], "model": ..., "version": ...}``) or an uncompressed Arrow IPC
+                     stream with a string column ``text`` (``Content-Type: application/vnd.apache.arrow.stream``;
                      answer: an Arrow stream with a float32 column ``score``, model name and version
                      in the schema metadata and the ``X-Model-Name``/``X-Model-Version`` headers).
     GET  /v1/model   name, version, threshold, how many characters of a text the model reads, limits.
@@ -15,39 +15,56 @@ Endpoints
 
 Requests from concurrent connections are merged into micro-batches (up to ``max_batch`` texts, or
 whatever arrived within ``max_wait_ms`` of the first). Limits answer with clear 4xx: 413 for a body,
-a text count or a text over its limit, 400 for malformed bodies, 415 for other content types, 401
-without the token. Overload is answered, never queued without bound: 429 (with ``Retry-After``)
-when the pending queue is full, 503 past the connection limit and while draining. SIGTERM stops
+a text count or a text over its limit, 400 for malformed bodies, 411 without ``Content-Length``,
+415 for other content types and for compressed Arrow streams, 401 without the token. Overload is
+answered, never queued without bound: 429 (with ``Retry-After``) when the pending texts or the bytes
+of the requests being handled are past their limits, 503 past the connection limit, while draining
+and when the model gives no answer within ``answer_timeout_s``. A request must arrive whole
+(headers and body) within ``request_timeout_s`` of its connection opening or of the previous answer,
+else the connection is closed: slow or idle clients cannot hold connections. SIGTERM stops
 accepting work, finishes what is queued, then exits.
 
+HTTP is uvicorn's (h11: header size limit, malformed framing such as a negative ``Content-Length``
+answered 400 before the app sees it, listen backlog); this module adds the request deadline, the
+connection cap and the ASGI app.
+
 Binds 127.0.0.1 by default. Binding any other address requires a token (``CORPUSMILL_SCORE_TOKEN``
-or ``--token-file``), then checked as ``Authorization: Bearer <token>`` on every endpoint but
-``/healthz``.
+or ``--token-file``), then checked as ``Authorization: Bearer <token>`` (scheme in any case) on every
+endpoint but ``/healthz``.
 """
 from __future__ import annotations
 
+import asyncio
+import functools
 import hmac
 import io
 import ipaddress
 import json
 import os
 import queue
+import resource
 import signal
+import socket
+import struct
 import sys
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import List, Optional
+from typing import Callable, List, Optional
 
+import h11
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from scoring_service.backend import TextScorer
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 TOKEN_ENV = "CORPUSMILL_SCORE_TOKEN"
+ROUTES = ("/v1/score", "/healthz", "/readyz", "/metrics", "/v1/model")
 
 
 @dataclass(frozen=True)
@@ -60,13 +77,27 @@ class ServerConfig:
     max_batch: int = 512  # texts merged into one forward pass
     max_wait_ms: float = 5.0  # how long the first text of a batch waits for company
     max_queue_texts: int = 16384  # pending texts beyond which requests get 429
+    max_queue_bytes: int = 256 << 20  # bytes of requests being handled beyond which requests get 429
     max_request_texts: int = 4096
     max_request_bytes: int = 64 << 20
     max_text_bytes: int = 1 << 20
-    max_connections: int = 64
-    read_timeout_s: float = 30.0
+    max_connections: int = 1024  # open connections; idle and slow ones are closed by request_timeout_s
+    backlog: int = 2048  # connections the kernel queues before they are accepted
+    request_timeout_s: float = 30.0  # a request's headers and body, from its connection's last answer
+    answer_timeout_s: float = 120.0  # the model's answer to a queued request
     drain_timeout_s: float = 30.0
     token: Optional[str] = None
+
+    def problems(self) -> List[str]:
+        found = []
+        if self.max_queue_bytes < self.max_request_bytes:
+            found.append(f"max_queue_bytes ({self.max_queue_bytes}) must be at least max_request_bytes "
+                         f"({self.max_request_bytes}): a request of the largest size would never fit")
+        if self.max_queue_texts < 1 or self.max_request_texts < 1 or self.max_connections < 1:
+            found.append("max_queue_texts, max_request_texts and max_connections must be positive")
+        if min(self.request_timeout_s, self.answer_timeout_s, self.drain_timeout_s) <= 0:
+            found.append("request_timeout_s, answer_timeout_s and drain_timeout_s must be positive")
+        return found
 
 
 def is_loopback(host: str) -> bool:
@@ -84,6 +115,10 @@ class RequestError(Exception):
     def __init__(self, status: int, message: str, headers: Optional[dict] = None):
         super().__init__(message)
         self.status, self.headers = status, headers or {}
+
+
+class ClientGone(Exception):
+    """The client closed the connection (or it was closed for being too slow) before its answer."""
 
 
 # ---------------------------------------------------------------- metrics
@@ -107,7 +142,11 @@ class Metrics:
                                          "queue was full", registry=registry)
         self.rejected_connections = Counter("scoring_rejected_connections", "Connections answered 503: past "
                                             "the connection limit", registry=registry)
+        self.request_timeouts = Counter("scoring_request_timeouts", "Connections closed because a request "
+                                        "did not arrive whole within request_timeout_s", registry=registry)
         self.queue_texts = Gauge("scoring_queue_texts", "Texts submitted and not yet scored", registry=registry)
+        self.queue_bytes = Gauge("scoring_queue_bytes", "Body bytes of the requests being read, decoded, "
+                                 "queued or scored", registry=registry)
         self.batch_size = Histogram("scoring_batch_size", "Texts per forward pass", buckets=self.BATCH_BUCKETS,
                                     registry=registry)
         self.inference_seconds = Histogram("scoring_inference_seconds", "Seconds per forward pass",
@@ -122,10 +161,11 @@ class Metrics:
 # ---------------------------------------------------------------- micro-batching
 
 class _Job:
-    __slots__ = ("texts", "done", "scores", "error")
+    __slots__ = ("texts", "done", "scores", "error", "notify")
 
-    def __init__(self, texts: List[str]):
+    def __init__(self, texts: List[str], notify: Optional[Callable[[], None]]):
         self.texts, self.done, self.scores, self.error = texts, threading.Event(), None, None
+        self.notify = notify
 
 
 class MicroBatcher:
@@ -145,17 +185,24 @@ class MicroBatcher:
     def pending(self) -> int:
         return self._pending
 
-    def submit(self, texts: List[str]) -> _Job:
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def submit(self, texts: List[str], notify: Optional[Callable[[], None]] = None) -> _Job:
+        """Queue ``texts``; ``notify`` (if given) is called from the batching thread once they are scored."""
         with self._lock:
             if self._stopped:
                 raise RequestError(503, "shutting down", {"Retry-After": "1"})
+            if not self._thread.is_alive():
+                raise RequestError(503, "the batching thread is not running", {"Retry-After": "1"})
             if self._pending + len(texts) > self.config.max_queue_texts:
                 self.metrics.rejected_overload.inc()
                 raise RequestError(429, f"server busy: {self._pending} texts queued "
                                         f"(limit {self.config.max_queue_texts}); retry later",
                                    {"Retry-After": "1"})
             self._pending += len(texts)
-            job = _Job(texts)
+            job = _Job(texts, notify)
             self._jobs.put(job)  # under the lock: never behind the stop signal
         return job
 
@@ -202,6 +249,8 @@ class MicroBatcher:
                 self._pending -= len(texts)
             for job in jobs:
                 job.done.set()
+                if job.notify is not None:
+                    job.notify()
 
     def stop(self, timeout: float) -> None:
         """Score everything already queued, then stop the thread."""
@@ -211,237 +260,270 @@ class MicroBatcher:
         self._thread.join(timeout)
 
 
-# ---------------------------------------------------------------- HTTP
+class ByteBudget:
+    """Body bytes of the requests in the service: being read, decoded, queued or scored.
 
-class ScoringHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+    A request reserves its ``Content-Length`` before its body is read and gives it back with its
+    answer; past ``max_queue_bytes`` it is answered 429, so a few requests of large texts cannot hold
+    gigabytes when the text count is far from its limit. Used from the event loop only.
+    """
 
-    def __init__(self, config: ServerConfig, scorer: TextScorer):
-        self.config, self.scorer = config, scorer
-        self.metrics = Metrics()
-        self.batcher = MicroBatcher(scorer, config, self.metrics)
-        self.ready = threading.Event()
-        self.draining = threading.Event()
-        self.in_flight = 0  # requests being handled (answers still to send when draining)
-        self._in_flight_lock = threading.Lock()
-        self._connections = threading.BoundedSemaphore(config.max_connections)
-        super().__init__((config.host, config.port), ScoringHandler)
+    def __init__(self, limit: int, metrics: Metrics):
+        self.limit, self.held, self.metrics = limit, 0, metrics
+        metrics.queue_bytes.set_function(lambda: self.held)
 
-    @property
-    def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
+    def reserve(self, size: int) -> None:
+        if self.held + size > self.limit:
+            self.metrics.rejected_overload.inc()
+            raise RequestError(429, f"server busy: {self.held} bytes of requests in hand "
+                                    f"(limit {self.limit}); retry later", {"Retry-After": "1"})
+        self.held += size
 
-    def process_request(self, request, client_address):
-        # Past the connection limit, answer 503 at once instead of starting yet another thread.
-        if not self._connections.acquire(blocking=False):
-            self.metrics.rejected_connections.inc()
-            try:
-                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
-                                b"Retry-After: 1\r\nConnection: close\r\n\r\n")
-            finally:
-                self.shutdown_request(request)
-            return
-        super().process_request(request, client_address)
-
-    def process_request_thread(self, request, client_address):
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._connections.release()
-
-    def model_description(self) -> dict:
-        info, cfg = self.scorer.info, self.config
-        return {"name": info.name, "version": info.version, "threshold": info.threshold,
-                "text_chars_used": 2 * info.hashing.max_chars,  # see features.normalize
-                "backend": cfg.backend, "device": cfg.device,
-                "loaded_from": getattr(self.scorer.backend, "loaded_from", None),
-                "limits": {"max_request_texts": cfg.max_request_texts, "max_request_bytes": cfg.max_request_bytes,
-                           "max_text_bytes": cfg.max_text_bytes, "max_batch": cfg.max_batch,
-                           "max_wait_ms": cfg.max_wait_ms, "max_queue_texts": cfg.max_queue_texts}}
-
-    def track(self, delta: int) -> None:
-        with self._in_flight_lock:
-            self.in_flight += delta
-
-    def wait_idle(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while self.in_flight > 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-
-    def drain_and_stop(self) -> None:
-        """Graceful stop: refuse new work, score what is queued, close the listener."""
-        if self.draining.is_set():
-            return
-        self.draining.set()
-        self.batcher.stop(self.config.drain_timeout_s)
-        self.shutdown()
+    def release(self, size: int) -> None:
+        self.held -= size
 
 
-class ScoringHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive: the Spark client reuses one connection per worker
-    server: ScoringHTTPServer
+# ---------------------------------------------------------------- request bodies
 
-    def setup(self):
-        super().setup()
-        self.connection.settimeout(self.server.config.read_timeout_s)
+def _arrow_batch_is_compressed(metadata: pa.Buffer) -> bool:
+    """Whether a record-batch message declares compressed buffers: field ``compression`` of the
+    ``RecordBatch`` table (Arrow's Message.fbs), read from the flatbuffer without touching the body.
+    pyarrow has verified the flatbuffer when it read the message."""
+    buf = memoryview(metadata)
 
-    def log_message(self, format, *args):  # noqa: A002 — the access log goes to /metrics instead
-        pass
+    def field(table: int, index: int) -> int:  # absolute position of a table's field, 0 when absent
+        vtable = table - struct.unpack_from("<i", buf, table)[0]
+        slot = 4 + 2 * index
+        if slot + 2 > struct.unpack_from("<H", buf, vtable)[0]:
+            return 0
+        offset = struct.unpack_from("<H", buf, vtable + slot)[0]
+        return table + offset if offset else 0
 
-    # -- helpers
+    message = struct.unpack_from("<I", buf, 0)[0]
+    header = field(message, 2)  # Message.header; slot 1 is the union's type tag
+    header += struct.unpack_from("<I", buf, header)[0]
+    return field(header, 3) != 0  # RecordBatch.compression
 
-    def _send(self, status: int, body: bytes, content_type: str, headers: Optional[dict] = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
 
-    def _send_json(self, status: int, obj, headers: Optional[dict] = None) -> None:
-        self._send(status, json.dumps(obj).encode("utf-8"), "application/json", headers)
+def texts_from_arrow(body: bytes) -> pa.Array:
+    """The ``text`` column of an uncompressed Arrow IPC stream, checked before anything is decoded.
 
-    def _authorized(self) -> bool:
-        token = self.server.config.token
-        if not token:
-            return True
-        given = self.headers.get("Authorization", "")
-        return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+    Compressed streams are refused: Arrow's reader allocates each buffer's declared uncompressed size
+    before a caller can look, so a 33 KB zstd body can ask for gigabytes. Uncompressed, every buffer
+    lies inside the body (read zero-copy), so ``max_request_bytes`` bounds what decoding holds.
+    """
+    try:
+        messages = pa.ipc.MessageReader.open_stream(pa.py_buffer(body))
+        schema = pa.ipc.read_schema(messages.read_next_message())
+        index = schema.get_field_index("text")
+        if index < 0 or not (pa.types.is_string(schema.field(index).type)
+                             or pa.types.is_large_string(schema.field(index).type)):
+            raise RequestError(400, "Arrow body needs a string column 'text'")
+        chunks = []
+        for message in messages:
+            if message.type != "record batch":
+                raise RequestError(400, f"unexpected Arrow IPC message: {message.type}")
+            if _arrow_batch_is_compressed(message.metadata):
+                raise RequestError(415, "compressed Arrow IPC streams are not accepted; send it uncompressed")
+            batch = pa.ipc.read_record_batch(message, schema)
+            batch.validate(full=True)  # offsets within the body, valid UTF-8
+            chunks.append(batch.column(index))
+        return pa.chunked_array(chunks, schema.field(index).type)
+    except (pa.ArrowInvalid, OSError, struct.error) as exc:
+        raise RequestError(400, f"malformed Arrow stream: {exc}") from None
 
-    def _handle(self, endpoint: str, action) -> None:
-        started = time.perf_counter()
-        status = 500
-        self._body_read = False
-        self.server.track(+1)
-        try:
-            if endpoint != "/healthz" and not self._authorized():
-                raise RequestError(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
-            status = action()
-        except RequestError as exc:
-            status = exc.status
-            if self.command == "POST" and not self._body_read:
-                self.close_connection = True  # an unread body would be taken for the next request
-            self.server.metrics.errors.labels(str(status)).inc()
-            self._send_json(status, {"error": str(exc)}, exc.headers)
-        except Exception as exc:  # noqa: BLE001 — a server error must still answer
-            status = 500
-            self.server.metrics.errors.labels("500").inc()
-            self.close_connection = True
-            self._send_json(500, {"error": f"internal error: {type(exc).__name__}: {exc}"})
-        finally:
-            self.server.track(-1)
-            self.server.metrics.requests.labels(endpoint, str(status)).inc()
-            self.server.metrics.request_seconds.observe(time.perf_counter() - started)
 
-    # -- routes
+def texts_from_json(body: bytes) -> list:
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError) as exc:  # JSON and UTF-8 errors are ValueErrors
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise RequestError(400, f"malformed JSON: {reason}") from None
+    texts = payload.get("texts") if isinstance(payload, dict) else None
+    if not isinstance(texts, list):
+        raise RequestError(400, 'JSON body must be {"texts": [string, ...]}')
+    return texts
 
-    def do_GET(self):
-        routes = {"/healthz": self._healthz, "/readyz": self._readyz, "/metrics": self._metrics,
-                  "/v1/model": self._model}
-        path = self.path.split("?", 1)[0]
-        if path not in routes:
-            return self._handle(path if path == "/v1/score" else "other", self._not_found_or_method)
-        self._handle(path, routes[path])
 
-    def do_POST(self):
-        path = self.path.split("?", 1)[0]
-        if path != "/v1/score":
-            return self._handle("other", self._not_found_or_method)
-        self._handle(path, self._score)
-
-    def _not_found_or_method(self) -> int:
-        if self.path.split("?", 1)[0] in ("/v1/score", "/healthz", "/readyz", "/metrics", "/v1/model"):
-            raise RequestError(405, f"method {self.command} not allowed on {self.path}")
-        raise RequestError(404, f"no such endpoint: {self.path}")
-
-    def _healthz(self) -> int:
-        self._send(200, b"ok\n", "text/plain")
-        return 200
-
-    def _readyz(self) -> int:
-        if not self.server.ready.is_set() or self.server.draining.is_set():
-            raise RequestError(503, "draining" if self.server.draining.is_set() else "model loading")
-        self._send(200, b"ready\n", "text/plain")
-        return 200
-
-    def _metrics(self) -> int:
-        self._send(200, self.server.metrics.render(), CONTENT_TYPE_LATEST)
-        return 200
-
-    def _model(self) -> int:
-        self._send_json(200, self.server.model_description())
-        return 200
-
-    def _read_body(self) -> bytes:
-        cfg = self.server.config
-        length = self.headers.get("Content-Length")
-        if length is None:
-            self.close_connection = True
-            raise RequestError(411, "Content-Length required")
-        try:
-            size = int(length)
-        except ValueError:
-            self.close_connection = True
-            raise RequestError(400, f"bad Content-Length {length!r}") from None
-        if size > cfg.max_request_bytes:
-            self.close_connection = True  # the body is not read, so the connection cannot be reused
-            raise RequestError(413, f"request body of {size} bytes exceeds the limit of {cfg.max_request_bytes}")
-        body = self.rfile.read(size)
-        self._body_read = True
-        return body
-
-    def _parse_texts(self, body: bytes, content_type: str) -> List[str]:
-        if content_type == ARROW_STREAM:
-            try:
-                table = pa.ipc.open_stream(body).read_all()
-            except (pa.ArrowInvalid, OSError) as exc:
-                raise RequestError(400, f"malformed Arrow stream: {exc}") from None
-            if "text" not in table.column_names or not (pa.types.is_string(table.schema.field("text").type)
-                                                        or pa.types.is_large_string(table.schema.field("text").type)):
-                raise RequestError(400, "Arrow body needs a string column 'text'")
-            texts = table.column("text").to_pylist()
-        elif content_type == "application/json":
-            try:
-                payload = json.loads(body)
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise RequestError(400, f"malformed JSON: {exc}") from None
-            texts = payload.get("texts") if isinstance(payload, dict) else None
-            if not isinstance(texts, list):
-                raise RequestError(400, 'JSON body must be {"texts": [string, ...]}')
-        else:
-            raise RequestError(415, f"unsupported Content-Type {content_type!r} (use application/json or {ARROW_STREAM})")
+def decode_texts(body: bytes, content_type: str, config: ServerConfig, text_chars_used: int) -> List[str]:
+    """A request body's texts, checked against the limits and cut to what the model reads."""
+    if content_type == ARROW_STREAM:
+        column = texts_from_arrow(body)
+        check_text_count(len(column), config)
+        if len(column) and (pc.max(pc.binary_length(column)).as_py() or 0) > config.max_text_bytes:
+            longest = pc.index(pc.binary_length(column), pc.max(pc.binary_length(column))).as_py()
+            raise RequestError(413, f"texts[{longest}] exceeds the limit of {config.max_text_bytes} bytes per text")
+        texts = column.to_pylist()
+    elif content_type == "application/json":
+        texts = texts_from_json(body)
+        check_text_count(len(texts), config)
         for i, text in enumerate(texts):
             if text is not None and not isinstance(text, str):
                 raise RequestError(400, f"texts[{i}] is {type(text).__name__}, expected a string")
-        return ["" if t is None else t for t in texts]
+            # UTF-8 is at most 4 bytes per character: count bytes only when it could matter. A JSON
+            # "\ud800" is a lone surrogate: counted, not refused, as the model reads it as "?".
+            if text and len(text) * 4 > config.max_text_bytes and \
+                    len(text.encode("utf-8", "surrogatepass")) > config.max_text_bytes:
+                raise RequestError(413, f"texts[{i}] exceeds the limit of {config.max_text_bytes} bytes per text")
+    else:
+        raise RequestError(415, f"unsupported Content-Type {content_type!r} (use application/json or {ARROW_STREAM})")
+    # The model reads no more of a text than this (features.normalize): queue no more.
+    return ["" if t is None else t[:text_chars_used] for t in texts]
 
-    def _check_limits(self, texts: List[str]) -> None:
-        cfg = self.server.config
-        if len(texts) > cfg.max_request_texts:
-            raise RequestError(413, f"{len(texts)} texts in one request exceed the limit of {cfg.max_request_texts}")
-        for i, text in enumerate(texts):
-            # UTF-8 is at most 4 bytes per character: count bytes only when it could matter.
-            if len(text) * 4 > cfg.max_text_bytes and len(text.encode("utf-8")) > cfg.max_text_bytes:
-                raise RequestError(413, f"texts[{i}] exceeds the limit of {cfg.max_text_bytes} bytes per text")
 
-    def _score(self) -> int:
-        server = self.server
-        if server.draining.is_set() or not server.ready.is_set():
-            self.close_connection = True
-            raise RequestError(503, "shutting down" if server.draining.is_set() else "model loading",
-                               {"Retry-After": "1"})
-        content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
-        body = self._read_body()
-        texts = self._parse_texts(body, content_type)
-        self._check_limits(texts)
-        scores = self._run(texts)
-        server.metrics.texts.inc(len(texts))
-        info = server.scorer.info
+def check_text_count(count: int, config: ServerConfig) -> None:
+    if count > config.max_request_texts:
+        raise RequestError(413, f"{count} texts in one request exceed the limit of {config.max_request_texts}")
+
+
+# ---------------------------------------------------------------- HTTP
+
+
+
+def _raw_answer(status: str, error: str, extra: str = "") -> bytes:
+    """A whole HTTP answer for a connection h11 has no request on yet (then closed)."""
+    body = json.dumps({"error": error}).encode()
+    return (f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n{extra}"
+            "connection: close\r\n\r\n").encode() + body
+
+
+SERVICE_FULL = _raw_answer("503 Service Unavailable", "too many open connections", "retry-after: 1\r\n")
+REQUEST_TIMEOUT = _raw_answer("408 Request Timeout", "the request did not arrive within the time limit")
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's HTTP/1.1 connection with a deadline per request and a cap on open connections.
+
+    uvicorn arms no timer before a connection's first request and restarts its keep-alive timer on
+    every byte, so a client dripping its headers or body would hold a connection for ever. Here a
+    request must have arrived whole within ``request_timeout_s`` of its connection opening or of the
+    previous answer, else the connection is closed (408 first when part of a request came). Past
+    ``max_connections`` a new connection is answered 503 at once, before it can send anything.
+    """
+
+    def __init__(self, *args, service: "ScoringServer", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.service = service
+        self._deadline: Optional[asyncio.TimerHandle] = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        if len(self.connections) > self.service.config.max_connections:
+            self.service.metrics.rejected_connections.inc()
+            transport.write(SERVICE_FULL)
+            transport.close()
+            return
+        self._arm_deadline()
+
+    def on_response_complete(self) -> None:
+        self._disarm_deadline()
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm_deadline()  # for the next request on this connection
+
+    def connection_lost(self, exc) -> None:
+        self._disarm_deadline()
+        super().connection_lost(exc)
+
+    def _arm_deadline(self) -> None:
+        self._disarm_deadline()
+        self._deadline = self.loop.call_later(self.service.config.request_timeout_s, self._request_overdue)
+
+    def _disarm_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _request_overdue(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing() or self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):
+            return  # the request is in: answering it is the model's time, bounded by answer_timeout_s
+        partial_headers = self.conn.their_state is h11.IDLE and bool(self.conn.trailing_data[0])
+        if partial_headers or self.conn.their_state is h11.SEND_BODY:
+            self.service.metrics.request_timeouts.inc()
+        if partial_headers:
+            self.transport.write(REQUEST_TIMEOUT)
+        self.transport.close()  # a request reading its body sees a disconnect
+
+
+class ScoringApp:
+    """The ASGI application: routes, token, limits, and the wait for the micro-batcher."""
+
+    def __init__(self, service: "ScoringServer"):
+        self.service = service
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        request = _Exchange(scope, receive, send)
+        service, path = self.service, scope["path"]
+        endpoint = path if path in ROUTES else "other"
+        started = time.perf_counter()
+        status = 500
+        service.in_flight += 1
+        try:
+            if path != "/healthz" and not service.authorized(request.header("authorization")):
+                raise RequestError(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
+            status = await self._route(request, path)
+        except RequestError as exc:
+            status = exc.status
+            service.metrics.errors.labels(str(status)).inc()
+            await request.answer_json(status, {"error": str(exc)}, exc.headers)
+        except ClientGone:
+            status = "disconnected"
+        except Exception as exc:  # noqa: BLE001 — a server error must still answer
+            status = 500
+            service.metrics.errors.labels("500").inc()
+            request.must_close = True
+            await request.answer_json(500, {"error": f"internal error: {type(exc).__name__}: {exc}"})
+        finally:
+            service.in_flight -= 1
+            service.metrics.requests.labels(endpoint, str(status)).inc()
+            service.metrics.request_seconds.observe(time.perf_counter() - started)
+
+    async def _route(self, request: "_Exchange", path: str) -> int:
+        service, method = self.service, request.scope["method"]
+        if (method, path) == ("POST", "/v1/score"):
+            return await self._score(request)
+        if method == "GET" and path == "/healthz":
+            return await request.answer(200, b"ok\n", "text/plain")
+        if method == "GET" and path == "/readyz":
+            if not service.ready:
+                raise RequestError(503, "draining" if service.draining.is_set() else "the batching thread is "
+                                   "not running")
+            return await request.answer(200, b"ready\n", "text/plain")
+        if method == "GET" and path == "/metrics":
+            return await request.answer(200, service.metrics.render(), CONTENT_TYPE_LATEST)
+        if method == "GET" and path == "/v1/model":
+            return await request.answer_json(200, service.model_description())
+        if path in ROUTES:
+            raise RequestError(405, f"method {method} not allowed on {path}")
+        raise RequestError(404, f"no such endpoint: {path}")
+
+    async def _score(self, request: "_Exchange") -> int:
+        service, config = self.service, self.service.config
+        if not service.ready:
+            raise RequestError(503, "shutting down" if service.draining.is_set() else
+                               "the batching thread is not running", {"Retry-After": "1"})
+        content_type = (request.header("content-type") or "").split(";", 1)[0].strip().lower()
+        length = request.header("content-length")
+        if length is None:  # h11 has refused malformed and negative lengths with 400 already
+            raise RequestError(411, "Content-Length required")
+        size = int(length)
+        if size > config.max_request_bytes:
+            raise RequestError(413, f"request body of {size} bytes exceeds the limit of {config.max_request_bytes}")
+        service.budget.reserve(size)
+        try:
+            body = await request.read_body()
+            loop = asyncio.get_running_loop()
+            texts = await loop.run_in_executor(None, decode_texts, body, content_type, config,
+                                               service.text_chars_used)
+            del body
+            scores = await service.score(texts)
+        finally:
+            service.budget.release(size)
+        service.metrics.texts.inc(len(texts))
+        info = service.scorer.info
         headers = {"X-Model-Name": info.name, "X-Model-Version": info.version}
         if content_type == ARROW_STREAM:
             table = pa.table({"score": pa.array(scores, type=pa.float32())}).replace_schema_metadata(
@@ -449,21 +531,133 @@ class ScoringHandler(BaseHTTPRequestHandler):
             sink = io.BytesIO()
             with pa.ipc.new_stream(sink, table.schema) as writer:
                 writer.write_table(table)
-            self._send(200, sink.getvalue(), ARROW_STREAM, headers)
-        else:
-            self._send_json(200, {"scores": [round(float(s), 6) for s in scores], "model": info.name,
-                                  "version": info.version}, headers)
-        return 200
+            return await request.answer(200, sink.getvalue(), ARROW_STREAM, headers)
+        return await request.answer_json(200, {"scores": [round(float(s), 6) for s in scores], "model": info.name,
+                                               "version": info.version}, headers)
 
-    def _run(self, texts: List[str]) -> np.ndarray:
+
+class _Exchange:
+    """One request and its answer, over ASGI."""
+
+    def __init__(self, scope, receive, send):
+        self.scope, self._receive, self._send = scope, receive, send
+        self.body_read = False
+        self.must_close = False
+
+    def header(self, name: str) -> Optional[str]:
+        key = name.encode("latin-1")
+        for k, v in self.scope["headers"]:
+            if k == key:
+                return v.decode("latin-1")
+        return None
+
+    async def read_body(self) -> bytes:
+        chunks = []
+        while True:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                raise ClientGone()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                self.body_read = True
+                return b"".join(chunks)
+
+    async def answer(self, status: int, body: bytes, content_type: str, headers: Optional[dict] = None) -> int:
+        raw = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
+        raw += [(k.lower().encode(), str(v).encode()) for k, v in (headers or {}).items()]
+        if self.must_close or (self.scope["method"] == "POST" and not self.body_read):
+            raw.append((b"connection", b"close"))  # an unread body would be taken for the next request
+        await self._send({"type": "http.response.start", "status": status, "headers": raw})
+        await self._send({"type": "http.response.body", "body": body, "more_body": False})
+        return status
+
+    async def answer_json(self, status: int, obj, headers: Optional[dict] = None) -> int:
+        return await self.answer(status, json.dumps(obj).encode("utf-8"), "application/json", headers)
+
+
+class ScoringServer:
+    """The model, its micro-batcher, the byte budget and the uvicorn server on a bound socket."""
+
+    def __init__(self, config: ServerConfig, scorer: TextScorer):
+        self.config, self.scorer = config, scorer
+        self.text_chars_used = 2 * scorer.info.hashing.max_chars  # see features.normalize
+        self.metrics = Metrics()
+        self.batcher = MicroBatcher(scorer, config, self.metrics)
+        self.budget = ByteBudget(config.max_queue_bytes, self.metrics)
+        self.draining = threading.Event()
+        self.in_flight = 0  # requests being handled (event loop only)
+        family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
+        self.socket = socket.create_server((config.host, config.port), family=family, backlog=config.backlog)
+        self.uvicorn = uvicorn.Server(uvicorn.Config(
+            ScoringApp(self), lifespan="off", log_config=None, log_level="error", access_log=False,
+            server_header=False, backlog=config.backlog, http=functools.partial(GuardedH11Protocol, service=self),
+            timeout_keep_alive=max(1, int(config.request_timeout_s)),
+            timeout_graceful_shutdown=max(1, int(config.drain_timeout_s))))
+
+    @property
+    def url(self) -> str:
+        host, port = self.socket.getsockname()[:2]
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    @property
+    def ready(self) -> bool:
+        return not self.draining.is_set() and self.batcher.alive
+
+    def authorized(self, given: Optional[str]) -> bool:
+        token = self.config.token
+        if not token:
+            return True
+        scheme, _, credentials = (given or "").strip().partition(" ")
+        # RFC 7235: the scheme is case-insensitive.
+        return scheme.lower() == "bearer" and hmac.compare_digest(credentials.strip().encode(), token.encode())
+
+    async def score(self, texts: List[str]) -> np.ndarray:
         if not texts:
             return np.zeros(0, dtype=np.float32)
-        job = self.server.batcher.submit(texts)
-        job.done.wait()
+        loop = asyncio.get_running_loop()
+        answered = loop.create_future()
+
+        def notify():  # from the batching thread
+            try:
+                loop.call_soon_threadsafe(lambda: answered.done() or answered.set_result(None))
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
+
+        job = self.batcher.submit(texts, notify)
+        try:
+            await asyncio.wait_for(answered, self.config.answer_timeout_s)
+        except asyncio.TimeoutError:
+            raise RequestError(503, f"no answer from the model within {self.config.answer_timeout_s:g} s",
+                               {"Retry-After": "1"}) from None
         if job.error is not None:
             raise job.error
         return job.scores
 
+    def model_description(self) -> dict:
+        info, cfg = self.scorer.info, self.config
+        return {"name": info.name, "version": info.version, "threshold": info.threshold,
+                "text_chars_used": self.text_chars_used,
+                "backend": cfg.backend, "device": cfg.device,
+                "loaded_from": getattr(self.scorer.backend, "loaded_from", None),
+                "limits": {"max_request_texts": cfg.max_request_texts, "max_request_bytes": cfg.max_request_bytes,
+                           "max_text_bytes": cfg.max_text_bytes, "max_batch": cfg.max_batch,
+                           "max_wait_ms": cfg.max_wait_ms, "max_queue_texts": cfg.max_queue_texts,
+                           "max_queue_bytes": cfg.max_queue_bytes}}
+
+    def run(self) -> None:
+        """Serve until ``drain_and_stop``; uvicorn then closes the listener, lets the requests in hand
+        finish (at most ``drain_timeout_s``) and returns. Run off the main thread: the process's
+        signal handlers are ``serve``'s, not uvicorn's."""
+        self.uvicorn.run(sockets=[self.socket])
+
+    @property
+    def started(self) -> bool:
+        return self.uvicorn.started
+
+    def drain_and_stop(self) -> None:
+        """Graceful stop: refuse new work, answer what is queued, close the listener."""
+        self.draining.set()
+        self.uvicorn.should_exit = True
 
 # ---------------------------------------------------------------- process
 
@@ -482,25 +676,42 @@ def serve(config: ServerConfig, exit_with_parent: bool = False) -> int:
         print(f"scoring_service: refusing to listen on {config.host} without a token: set {TOKEN_ENV} "
               "or --token-file (only 127.0.0.1 / ::1 / localhost may go without)", file=sys.stderr)
         return 2
+    problems = config.problems()
+    for problem in problems:
+        print(f"scoring_service: {problem}", file=sys.stderr)
+    if problems:
+        return 2
+    _allow_open_files(config.max_connections + 64)
     scorer = TextScorer.load(config.model_dir, config.backend, config.device)
     scorer.score(["warm-up text.", "a\nb"])  # compile the graph before declaring readiness
-    server = ScoringHTTPServer(config, scorer)
-    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.drain_and_stop, daemon=True).start())
-    signal.signal(signal.SIGINT, lambda *_: threading.Thread(target=server.drain_and_stop, daemon=True).start())
+    server = ScoringServer(config, scorer)
+    http_thread = threading.Thread(target=server.run, name="http", daemon=True)
+    http_thread.start()
+    while not server.started and http_thread.is_alive():
+        time.sleep(0.02)
+    if not http_thread.is_alive():
+        return 1
+    signal.signal(signal.SIGTERM, lambda *_: server.drain_and_stop())
+    signal.signal(signal.SIGINT, lambda *_: server.drain_and_stop())
     if exit_with_parent:
         _watch_parent(server)
-    server.ready.set()
     print(json.dumps({"event": "ready", "url": server.url, "model": scorer.info.name,
                       "version": scorer.info.version}), flush=True)
-    try:
-        server.serve_forever(poll_interval=0.2)
-    finally:
-        server.wait_idle(config.drain_timeout_s)  # let answers to drained requests go out
-        server.server_close()
+    while http_thread.is_alive():
+        http_thread.join(0.2)  # a timed join lets the signal handlers run
+    server.batcher.stop(config.drain_timeout_s)
     return 0
 
 
-def _watch_parent(server: ScoringHTTPServer) -> None:
+def _allow_open_files(needed: int) -> None:
+    """Raise the soft limit on open files towards ``needed`` (one per connection), within the hard limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed if hard == resource.RLIM_INFINITY else min(needed, hard),
+                                                    hard))
+
+
+def _watch_parent(server: ScoringServer) -> None:
     """Embedded mode: stop when the process that started us is gone (no orphaned sidecars)."""
     parent = os.getppid()
 
