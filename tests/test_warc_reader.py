@@ -84,9 +84,16 @@ def test_edge_case_files_give_records_or_a_counted_error(name):
 
 
 def test_damaged_file_yields_the_records_before_the_damage_then_an_error():
-    rows = read(shared("warc/edge-cases/warcio-example-wrong-chunks.warc.gz"))
-    assert [r["_outcome"] for r in rows if r["_outcome"] != "skipped"] == ["rejected", "error"]
-    assert rows[-1]["record_offset"] == 0 and "Unknown archive format" in rows[-1]["reject_value"]
+    rows = [r for r in read(shared("warc/aut-bad.arc.gz")) if r["_outcome"] != "skipped"]
+    assert [r["_outcome"] for r in rows] == ["rejected", "rejected", "kept", "error"]
+    assert rows[-1]["record_offset"] == 3118 and rows[-1]["reject_value"] == "ArchiveLoadFailed: Invalid ARC record"
+
+
+def test_record_cut_short_by_its_gzip_member_is_the_error_not_a_judged_record():
+    # Its headers are one gzip member, its body the next: the record itself is damaged.
+    rows = [r for r in read(shared("warc/edge-cases/warcio-example-wrong-chunks.warc.gz")) if r["_outcome"] != "skipped"]
+    assert [(r["_outcome"], r["record_offset"]) for r in rows] == [("error", 0)]
+    assert "shorter than its Content-Length" in rows[0]["reject_value"]
 
 
 def test_whole_file_gzip_is_recovered_instead_of_failing():

@@ -3,12 +3,22 @@
 Every record ends in exactly one outcome: a kept document, a rejected response (with the reason,
 e.g. ``revisit`` or ``non_html``), a skipped non-response record (counted per file and reason, not
 written row by row), or an error. A corrupt file yields the records before the damage plus one
-``corrupt_file`` error row naming the byte offset.
+``corrupt_file`` error row naming the byte offset; the record the damage lies in is that error, never a
+kept or rejected row (a record counts only once the reader has passed its end intact).
+
+Untrusted input costs bounded memory: header lines and blocks are capped at ``max_header_bytes``
+(warcio alone reads a line until its newline, however far: a gzip bomb of zeros grew a worker past 20
+GB), a record declaring more than ``max_record_bytes`` ends the file as an ``oversized_record`` error
+instead of being decompressed, each buffer warcio inflates is one 16 KiB block of input (at most ~16
+MiB out, zlib's ratio being 1032:1), and payloads are inflated to ``max_payload_bytes`` at most.
+Error messages hold no bytes of the file.
 """
 from __future__ import annotations
 
 import gzip
 import hashlib
+import re
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -16,7 +26,10 @@ from typing import BinaryIO, Callable, Iterator, List, Optional
 from urllib.parse import urlsplit
 
 from warcio.archiveiterator import ArchiveIterator
+from warcio.bufferedreaders import ChunkedDataReader, DecompressingBufferedReader
 from warcio.exceptions import ArchiveLoadFailed
+from warcio.limitreader import LimitReader
+from warcio.utils import BUFF_SIZE
 
 from udfs.config import ConfigError
 from udfs.html import charset_from_content_type, decode_html, extract_main_text
@@ -33,14 +46,26 @@ class ExtractConfig:
     html_mime_types: List[str] = field(default_factory=lambda: ["text/html", "application/xhtml+xml"])
     # Responses above this payload size are rejected as oversized (never read into memory).
     max_payload_bytes: int = 5_000_000
+    # A record declaring a larger Content-Length ends its file as an oversized_record error: skipping
+    # it would mean decompressing all of it, and a gzip bomb's declared size is whatever it likes.
+    max_record_bytes: int = 1_000_000_000
+    # Most bytes of header lines read back to back (WARC and HTTP headers of one record, blank lines
+    # between records); more is a corrupt_file error. Real headers stay far below (tens of KB at most).
+    max_header_bytes: int = 1_000_000
     # Documents with fewer characters after extraction and normalisation are rejected as no_text.
     min_text_chars: int = 1
 
     def validate(self, prefix: str) -> None:
         if self.extractor not in EXTRACTORS:
             raise ConfigError(f"{prefix}.extractor: must be one of {', '.join(EXTRACTORS)}, got {self.extractor!r}")
-        if self.max_payload_bytes <= 0:
-            raise ConfigError(f"{prefix}.max_payload_bytes: must be positive")
+        for name in ("max_payload_bytes", "max_record_bytes", "max_header_bytes"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{prefix}.{name}: must be positive, got {getattr(self, name)}")
+        if self.max_record_bytes < self.max_payload_bytes:
+            raise ConfigError(f"{prefix}.max_record_bytes: must be at least max_payload_bytes "
+                              f"({self.max_payload_bytes}), got {self.max_record_bytes}")
+        if self.max_header_bytes < 1024:
+            raise ConfigError(f"{prefix}.max_header_bytes: must be at least 1024, got {self.max_header_bytes}")
 
 
 def document_id(source: str, record_id: Optional[str], offset: int, url: str) -> str:
@@ -71,6 +96,166 @@ def _base_row(source: str) -> dict:
             "reject_rule": None, "reject_value": None, "error": None, "_count": 1}
 
 
+class DamagedArchive(Exception):
+    """The file cannot be read past this point. The message is ours: it never quotes the file."""
+
+    reason = "corrupt_file"
+
+
+class RecordTooLarge(DamagedArchive):
+    """A record declares more than ``max_record_bytes``: reading past it would cost all of it."""
+
+    reason = "oversized_record"
+
+
+class _BoundedReader(DecompressingBufferedReader):
+    """warcio's buffered reader with limits. Lines read back to back may total ``max_header_bytes``
+    (``read`` and each new record start a new allowance): warcio reads a line until its newline,
+    however far. Undecodable gzip raises instead of being dropped (warcio writes the zlib error to
+    stderr and carries on as if the member had ended), and ``input_ended`` tells a member cut short
+    from one still being read."""
+
+    def __init__(self, stream, max_header_bytes: int, require_gzip: bool):
+        super().__init__(stream)
+        self.max_header_bytes = max_header_bytes
+        self.header_bytes_left = max_header_bytes
+        self.require_gzip = require_gzip
+        self.input_ended = False
+
+    def read(self, length=None):
+        self.header_bytes_left = self.max_header_bytes
+        return super().read(length)
+
+    def readline(self, length=None):
+        allowed = self.header_bytes_left if length is None else min(length, self.header_bytes_left)
+        if allowed <= 0 and length != 0:
+            raise DamagedArchive(f"header lines longer than max_header_bytes ({self.max_header_bytes})")
+        line = super().readline(allowed)
+        self.header_bytes_left -= len(line)
+        if not line.endswith(b"\n"):
+            if len(line) == allowed and (length is None or length > allowed):
+                raise DamagedArchive(f"header lines longer than max_header_bytes ({self.max_header_bytes})")
+            if self.input_ended and self.decompressor is None and line.strip():
+                raise DamagedArchive("file ends inside a header line")
+        return line
+
+    def _process_read(self, data):
+        if not data:
+            self.input_ended = True
+        super()._process_read(data)
+
+    def _decompress(self, data):
+        if self.decompressor is None or not data:
+            return data
+        try:
+            return self.decompressor.decompress(data)
+        except zlib.error:
+            if self.num_read == 0 and not self.require_gzip:  # first bytes of the file: a plain WARC/ARC
+                self.decompressor = None
+                return data
+            raise DamagedArchive("not gzip data" if self.num_read == 0 else "invalid gzip data") from None
+
+
+class _BoundedArchiveIterator(ArchiveIterator):
+    """warcio's iterator over a ``_BoundedReader``, parsing only the format the file name says, and
+    checking each record as it moves past it: a record shorter than its Content-Length or a gzip
+    member the file cuts short raises ``DamagedArchive`` with ``offset`` still at that record."""
+
+    # warcio's warning quotes the unexpected line; ours gives only where it is.
+    INC_RECORD = "WARNING: record not followed by a blank line (wrong Content-Length?) at offset {0}\n"
+
+    def __init__(self, stream, fmt: str, cfg: ExtractConfig, require_gzip: bool):
+        super().__init__(stream, arc2warc=True)
+        self.reader = _BoundedReader(self.fh, cfg.max_header_bytes, require_gzip)
+        self.known_format = fmt  # never guess ARC inside a WARC: any line with four spaces parses as one
+        self.max_record_bytes = cfg.max_record_bytes
+
+    def _next_record(self, next_line):
+        self.reader.header_bytes_left = self.reader.max_header_bytes
+        record = super()._next_record(next_line)
+        if record.length is None:
+            raise DamagedArchive("record without Content-Length")
+        if record.length > self.max_record_bytes:
+            raise RecordTooLarge(f"record declares {record.length} bytes, above max_record_bytes "
+                                 f"({self.max_record_bytes}); the rest of the file is not read")
+        return record
+
+    def read_to_end(self, record=None):
+        finishing = self.record is not None and self.member_info is None
+        start = self.offset
+        super().read_to_end(record)
+        if not finishing:
+            return
+        decompressor = self.reader.decompressor
+        if isinstance(self.record.raw_stream, LimitReader) and self.record.raw_stream.limit > 0:
+            problem = ("file ends inside a record" if self.reader.input_ended
+                       else "record shorter than its Content-Length: its gzip member ends first")
+        elif decompressor is not None and not decompressor.eof and self.reader.input_ended:
+            problem = "file ends inside a gzip member"
+        else:
+            return
+        self.offset = start
+        raise DamagedArchive(problem)
+
+
+class _WholeFileGzip(Exception):
+    """One gzip member holds many records: warcio gives up after the first."""
+
+
+# What reading a damaged file raises: ours, warcio's, and the decoders' (gzip module, zlib).
+READ_ERRORS = (DamagedArchive, ArchiveLoadFailed, OSError, EOFError, ValueError, zlib.error)
+
+
+def _describe(exc: BaseException) -> str:
+    """Type and a message that holds no bytes of the file: ours, or the library's own wording up to
+    the first comma or colon (after it warcio quotes the offending line)."""
+    if isinstance(exc, DamagedArchive):
+        return f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, (ArchiveLoadFailed, EOFError, zlib.error)):
+        return f"{type(exc).__name__}: {re.split('[,:]', str(exc).strip(), 1)[0][:120]}"
+    return type(exc).__name__
+
+
+def _inflate(stream, wbits_to_try, limit: int) -> bytes:
+    """A gzip/deflate payload inflated to ``limit`` bytes at most. Like warcio: data that does not
+    inflate from its first block is passed through as it is, damage later keeps what came before."""
+    head = stream.read(BUFF_SIZE)
+    for wbits in wbits_to_try:
+        inflater = zlib.decompressobj(wbits)
+        try:
+            parts = [inflater.decompress(head, limit)]
+            break
+        except zlib.error:
+            continue
+    else:
+        return head[:limit] + stream.read(max(limit - len(head), 0))
+    size, data = len(parts[0]), inflater.unconsumed_tail
+    while size < limit and not inflater.eof:
+        data = data or stream.read(BUFF_SIZE)
+        if not data:
+            break
+        try:
+            parts.append(inflater.decompress(data, limit - size))
+        except zlib.error:
+            break
+        size, data = size + len(parts[-1]), inflater.unconsumed_tail
+    return b"".join(parts)
+
+
+# Content-Encodings decoded, as warcio's content_stream() does (brotli only if installed: not here).
+_INFLATE_WBITS = {"gzip": (16 + zlib.MAX_WBITS,), "deflate": (zlib.MAX_WBITS, -zlib.MAX_WBITS)}
+
+
+def read_payload(record, limit: int) -> bytes:
+    """The HTTP payload as warcio's ``content_stream()`` gives it (de-chunked, gzip/deflate decoded),
+    but at most ``limit`` bytes: warcio inflates each chunk whole, whatever it expands to."""
+    stream = record.raw_stream
+    if record.http_headers.get_header("transfer-encoding") == "chunked":
+        stream = ChunkedDataReader(stream)
+    wbits = _INFLATE_WBITS.get((record.http_headers.get_header("content-encoding") or "").lower())
+    return _inflate(stream, wbits, limit) if wbits else stream.read(limit)
+
+
 class WarcDocumentReader:
     """Turns the records of one WARC/ARC stream into outcome rows (dicts matching ``EXTRACT_SCHEMA``)."""
 
@@ -80,40 +265,58 @@ class WarcDocumentReader:
         self.mime_types = tuple(m.lower() for m in cfg.html_mime_types)
 
     def read(self, source: str, open_stream: Callable[[], BinaryIO]) -> Iterator[dict]:
-        is_arc = source.lower().rstrip("/").endswith((".arc", ".arc.gz"))
+        name = source.lower().rstrip("/")
+        fmt = "arc" if name.endswith((".arc", ".arc.gz")) else "warc"
         skipped: Counter = Counter()
-        seen = 0
+        emitted = 0
         try:
             with open_stream() as stream:
-                for row in self._rows(source, stream, is_arc, skipped):
-                    seen += 1
+                for row in self._rows(source, stream, fmt, name.endswith(".gz"), skipped):
+                    emitted += 1
                     yield row
-        except ArchiveLoadFailed as exc:
-            if "non-chunked gzip" not in str(exc):
-                yield self._corrupt(source, exc, skipped)
-            else:
-                # Whole-file gzip (not one member per record): stream it through one decompressor,
-                # skipping the records already emitted before the reader gave up.
-                yield from self._read_whole_gzip(source, open_stream, is_arc, skipped, seen)
-        except (OSError, EOFError, ValueError) as exc:
-            yield self._corrupt(source, exc, skipped)
+        except _WholeFileGzip:
+            # Whole-file gzip (not one member per record): stream it through one decompressor,
+            # skipping the records already emitted before the reader gave up.
+            skipped.clear()
+            with open_stream() as raw, gzip.GzipFile(fileobj=raw) as stream:
+                for index, row in enumerate(self._rows(source, stream, fmt, False, skipped)):
+                    if index >= emitted:
+                        yield row
+        except OSError as exc:  # the file cannot be opened
+            yield self._corrupt(source, exc, 0)
         yield from self._skipped_rows(source, skipped)
 
-    def _read_whole_gzip(self, source, open_stream, is_arc, skipped, already_emitted) -> Iterator[dict]:
-        skipped.clear()
+    def _rows(self, source: str, stream: BinaryIO, fmt: str, require_gzip: bool, skipped: Counter) -> Iterator[dict]:
+        """Outcome rows, each given once the reader has moved past its record intact; the record the
+        damage is found in becomes the error row instead."""
+        records = _BoundedArchiveIterator(stream, fmt, self.cfg, require_gzip)
+        pending = None  # (offset, row or skip reason) of the record read last
         try:
-            with open_stream() as raw, gzip.GzipFile(fileobj=raw) as stream:
-                for index, row in enumerate(self._rows(source, stream, is_arc, skipped)):
-                    if index >= already_emitted:
-                        yield row
-        except (ArchiveLoadFailed, OSError, EOFError, ValueError) as exc:
-            yield self._corrupt(source, exc, skipped)
+            for record in records:
+                if pending is not None:
+                    yield from self._settle(pending[1], skipped)
+                pending = (records.offset, self._outcome(source, record, fmt, records.offset))
+        except READ_ERRORS as exc:
+            if pending is not None and records.offset != pending[0]:  # the damage lies after that record
+                yield from self._settle(pending[1], skipped)
+            if isinstance(exc, ArchiveLoadFailed) and "non-chunked gzip" in str(exc):
+                raise _WholeFileGzip() from None
+            yield self._corrupt(source, exc, records.offset)
+            return
+        if pending is not None:
+            yield from self._settle(pending[1], skipped)
 
-    def _corrupt(self, source: str, exc: BaseException, skipped: Counter) -> dict:
+    @staticmethod
+    def _settle(outcome, skipped: Counter) -> Iterator[dict]:
+        if isinstance(outcome, str):
+            skipped[outcome] += 1
+        else:
+            yield outcome
+
+    def _corrupt(self, source: str, exc: BaseException, offset: int) -> dict:
         row = _base_row(source)
-        message = " ".join(str(exc).split())[:300]
-        row.update(id=document_id(source, None, -1, "corrupt"), _outcome="error", error="corrupt_file",
-                   record_offset=self._offset, reject_value=f"{type(exc).__name__}: {message}")
+        row.update(id=document_id(source, None, -1, "corrupt"), _outcome="error",
+                   error=getattr(exc, "reason", "corrupt_file"), record_offset=offset, reject_value=_describe(exc))
         return row
 
     def _skipped_rows(self, source: str, skipped: Counter) -> Iterator[dict]:
@@ -123,26 +326,20 @@ class WarcDocumentReader:
                        _count=count)
             yield row
 
-    def _rows(self, source: str, stream: BinaryIO, is_arc: bool, skipped: Counter) -> Iterator[dict]:
-        self._offset = 0
-        records = ArchiveIterator(stream, arc2warc=True)
-        for record in records:
-            self._offset = records.offset  # start of this record (get_record_offset() would consume it)
-            if record.rec_type not in ("response", "revisit"):
-                skipped[f"record_type:{record.rec_type}"] += 1
-                continue
-            url = record.rec_headers.get_header("WARC-Target-URI") or ""
-            record_id = None if is_arc else record.rec_headers.get_header("WARC-Record-ID")
-            doc_id = document_id(source, record_id, self._offset, url)
-            if not in_sample(doc_id, self.sample_fraction):
-                skipped["not_sampled"] += 1
-                continue
-            row = _base_row(source)
-            row.update(id=doc_id, url=url, host=(urlsplit(url).hostname or "") if url else None,
-                       crawl_date=_parse_date(record.rec_headers.get_header("WARC-Date")),
-                       record_offset=self._offset)
-            self._judge(record, row)
-            yield row
+    def _outcome(self, source: str, record, fmt: str, offset: int):
+        """The row for one record, or the reason it is skipped (counted, not written)."""
+        if record.rec_type not in ("response", "revisit"):
+            return f"record_type:{record.rec_type}"
+        url = record.rec_headers.get_header("WARC-Target-URI") or ""
+        record_id = None if fmt == "arc" else record.rec_headers.get_header("WARC-Record-ID")
+        doc_id = document_id(source, record_id, offset, url)
+        if not in_sample(doc_id, self.sample_fraction):
+            return "not_sampled"
+        row = _base_row(source)
+        row.update(id=doc_id, url=url, host=(urlsplit(url).hostname or "") if url else None,
+                   crawl_date=_parse_date(record.rec_headers.get_header("WARC-Date")), record_offset=offset)
+        self._judge(record, row)
+        return row
 
     def _judge(self, record, row: dict) -> None:
         """Fill ``row`` with the document, or with the reason this response is not one."""
@@ -160,8 +357,10 @@ class WarcDocumentReader:
         content_type = (http.get_header("Content-Type") or "").lower()
         if not content_type.split(";")[0].strip().startswith(self.mime_types):
             return reject("non_html", content_type.split(";")[0].strip() or "missing")
-        stream = record.content_stream()
-        payload = stream.read(self.cfg.max_payload_bytes + 1)
+        if record.payload_length > self.cfg.max_payload_bytes:  # known before reading: see read_payload
+            row["content_length"] = record.payload_length
+            return reject("oversized", f">{self.cfg.max_payload_bytes}")
+        payload = read_payload(record, self.cfg.max_payload_bytes + 1)
         row["content_length"] = len(payload)
         if len(payload) > self.cfg.max_payload_bytes:
             return reject("oversized", f">{self.cfg.max_payload_bytes}")
