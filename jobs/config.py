@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from udfs.config import CONF_DIR, build, deep_merge, read_yaml
+from udfs.config import CONF_DIR, ConfigError, build, deep_merge, read_yaml
 from udfs.filter import FilterConfig
 from udfs.minhash import DedupConfig
 from udfs.mindrecord import MindRecordConfig
@@ -37,6 +37,12 @@ class SparkConfig:
         # Python workers hold one Arrow batch at a time; keep batches small for large documents.
         "spark.sql.execution.arrow.maxRecordsPerBatch": 2000,
     })
+
+    def validate(self, prefix: str) -> None:
+        for key, value in self.conf.items():
+            if not isinstance(value, (str, int, float, bool)):
+                raise ConfigError(f"{prefix}.conf.{key}: expected a string, number or boolean, "
+                                  f"got {type(value).__name__} {value!r}")
 
 
 @dataclass(frozen=True)

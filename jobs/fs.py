@@ -6,7 +6,7 @@ keeps renames, deletes and the small JSON side files working the same on a lapto
 from __future__ import annotations
 
 import json
-from typing import Iterable, List
+from typing import Dict, Iterable, List
 
 from pyspark.sql import SparkSession
 
@@ -37,6 +37,9 @@ class HadoopFS:
     def mkdirs(self, uri: str) -> None:
         self._fs(uri).mkdirs(self._path(uri))
 
+    def is_dir(self, uri: str) -> bool:
+        return self.exists(uri) and bool(self._fs(uri).getFileStatus(self._path(uri)).isDirectory())
+
     def rename(self, src: str, dst: str) -> None:
         if not self._fs(src).rename(self._path(src), self._path(dst)):
             raise OSError(f"rename failed: {src} -> {dst}")
@@ -45,6 +48,18 @@ class HadoopFS:
         if not self.exists(uri):
             return []
         return [str(st.getPath().toString()) for st in self._fs(uri).listStatus(self._path(uri))]
+
+    def list_files(self, uri: str) -> Dict[str, int]:
+        """Every file under ``uri``, recursively: path relative to ``uri`` -> size in bytes."""
+        if not self.exists(uri):
+            return {}
+        root = self.qualify(uri).rstrip("/") + "/"
+        files = {}
+        it = self._fs(uri).listFiles(self._path(uri), True)
+        while it.hasNext():
+            status = it.next()
+            files[str(status.getPath().toString())[len(root):]] = int(status.getLen())
+        return files
 
     def glob_files(self, patterns: Iterable[str]) -> List[str]:
         """Expand files, globs and folders (recursively) into a sorted list of file URIs."""

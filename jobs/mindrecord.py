@@ -103,7 +103,7 @@ class MindRecordStage(Stage):
         shards = out.rows.repartition(self.cfg.mix.buckets, "bucket").mapInArrow(write_shards, SHARDS_SCHEMA)
         shards.coalesce(1).write.mode("overwrite").parquet(f"{tmp_dir}/shards")
 
-    def count_outcomes(self, tmp_dir: str) -> Dict[str, Dict[str, int]]:
+    def count_outcomes(self, tmp_dir: str, schema) -> Dict[str, Dict[str, int]]:
         total = self.spark.read.parquet(f"{tmp_dir}/shards").agg(F.sum("rows")).first()[0]
         return {"kept": {"-": int(total or 0)}}
 

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from jobs import registry
 from jobs.fs import HadoopFS
-from jobs.stage import STATS, Stage, is_complete, run_stage
+from jobs.stage import STATS, Stage, finished_marker, is_complete, run_stage
 from udfs.config import ConfigError
 
 
@@ -70,6 +70,7 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
     run_dir = fs.qualify(f"{(output or cfg.output).rstrip('/')}/{run or cfg.run}")
     if sample is not None and not 0 < sample <= 1:
         raise ConfigError(f"--sample: must be within (0, 1], got {sample}")
+    make_run_dir(fs, run_dir)
     first = stages[0]
     if first == "extract":
         if not inputs:
@@ -104,16 +105,31 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
                 records_in = docs.count()
             stats = run_stage(stage, docs, stage_dir, stage_fp, records_in)
             echo(summary_line(stats, stage_dir))
+            if stats["kept"] == 0 and stats["records_in"] > 0 and position < len(stages) - 1:
+                echo(f"{name:>10}: kept nothing; the stages after it run on no documents")
         all_stats.append(stats)
         source, upstream = f"{stage_dir}/kept", stage_fp
     return all_stats
+
+
+def make_run_dir(fs: HadoopFS, run_dir: str) -> None:
+    """Create the run folder now, so that an unusable --output is a one-line error, not a failed job."""
+    try:
+        fs.mkdirs(run_dir)
+        usable = fs.is_dir(run_dir)
+        reason = "a file is in the way"
+    except Exception as exc:  # noqa: BLE001 — Hadoop's refusal (a file in the way, no permission) as one line
+        cause = getattr(exc, "java_exception", exc)  # Py4J's own message only names the call
+        usable, reason = False, str(cause).strip().splitlines()[0][:300]
+    if not usable:
+        raise ConfigError(f"--output: cannot create the run folder {run_dir} ({reason})")
 
 
 def _previous_output(fs: HadoopFS, run_dir: str, first: str):
     """Input of a stage run alone without --input: the kept/ of the nearest finished earlier stage."""
     earlier = registry.STAGE_ORDER[:registry.STAGE_ORDER.index(first)]
     for name in reversed(earlier):
-        marker = f"{run_dir}/{name}/_COMPLETE.json"
-        if fs.exists(marker):
-            return f"{run_dir}/{name}/kept", fs.read_json(marker)["fingerprint"]
+        marker = finished_marker(fs, f"{run_dir}/{name}")
+        if marker is not None:
+            return f"{run_dir}/{name}/kept", marker["fingerprint"]
     raise ConfigError(f"--input: stage {first!r} needs a Parquet dataset (no finished earlier stage in {run_dir})")

@@ -8,6 +8,7 @@ from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 from jobs.config import SparkConfig
+from udfs.config import ConfigError
 
 # Always on: Arrow batches between the JVM and the Python workers, UTC timestamps.
 BASE_CONF = {
@@ -33,6 +34,12 @@ def get_session(cfg: SparkConfig) -> SparkSession:
         builder = builder.master(cfg.master)
     for key, value in {**BASE_CONF, **{k: str(v) for k, v in cfg.conf.items()}}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except RuntimeError as exc:  # PySparkRuntimeError: the JVM refused a property and exited
+        if "JAVA_GATEWAY_EXITED" not in str(exc):
+            raise
+        raise ConfigError("spark: the JVM did not start (its own message is printed above); "
+                          "check spark.master and spark.conf in the config") from None
     spark.sparkContext.setLogLevel("WARN")
     return spark

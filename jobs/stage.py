@@ -9,10 +9,13 @@ cut-offs, a schema). Anything that must be released (a persisted cache, a starte
 registered on the ``resources`` stack the runner passes in, and the runner closes it in ``finally``.
 
 The runner writes the rows in one pass, partitioned by outcome, into ``<run>/<stage>.tmp-*/``;
-counts the rows per outcome and reason from the written files; writes ``_stats.json`` and the
-completion marker; and only then renames the folder to ``<run>/<stage>/``. A killed stage therefore
-never looks finished. A stage sees only the config it declares, so its fingerprint
-(``jobs/pipeline.py``), which hashes exactly that config, changes whenever its output could.
+counts the rows per outcome and reason from the written files; writes ``_stats.json``; moves the
+folder to ``<run>/<stage>/``; and writes the completion marker last, at the final location, naming
+every file it covers with its size. On an object store a folder rename is a copy and a delete, so a
+killed commit can leave part of the files in place: such a stage has no marker, or a marker whose
+file list does not match, and is not finished. A stage sees only the config it declares, so its
+fingerprint (``jobs/pipeline.py``), which hashes exactly that config, changes whenever its output
+could.
 """
 from __future__ import annotations
 
@@ -113,9 +116,13 @@ class Stage:
             .option("compression", self.cfg.io.parquet_compression)
             .parquet(tmp_dir))
 
-    def count_outcomes(self, tmp_dir: str) -> Dict[str, Dict[str, int]]:
-        """Rows per outcome and reason, read back from the written files."""
-        written = self.spark.read.parquet(tmp_dir)
+    def count_outcomes(self, tmp_dir: str, schema: StructType) -> Dict[str, Dict[str, int]]:
+        """Rows per outcome and reason, read back from the written files.
+
+        Read with the output's schema: a stage that received no rows wrote no data files, whose schema
+        Spark could not infer.
+        """
+        written = self.spark.read.schema(schema).parquet(tmp_dir)
         reason = F.lit(None).cast("string")
         for outcome, column in self.reason_columns.items():
             if column in written.columns:
@@ -145,18 +152,51 @@ class Stage:
                 fs.rename(part, f"{tmp_dir}/{folder}")
         if not fs.exists(f"{tmp_dir}/kept"):
             empty = StructType([f for f in schema.fields if f.name != "_outcome"])
-            self.spark.createDataFrame([], empty).write.parquet(f"{tmp_dir}/kept")
+            (self.spark.createDataFrame([], empty).write
+                .option("compression", self.cfg.io.parquet_compression).parquet(f"{tmp_dir}/kept"))
+
+
+def finished_marker(fs: HadoopFS, stage_dir: str) -> Optional[dict]:
+    """The stage's completion marker if the files it names are exactly the files there; else None."""
+    marker = f"{stage_dir}/{MARKER}"
+    if not fs.exists(marker):
+        return None
+    content = fs.read_json(marker)
+    present = fs.list_files(stage_dir)
+    present.pop(MARKER, None)
+    return content if content.get("files") == present else None
 
 
 def is_complete(fs: HadoopFS, stage_dir: str, fingerprint: str) -> bool:
-    marker = f"{stage_dir}/{MARKER}"
-    return fs.exists(marker) and fs.read_json(marker).get("fingerprint") == fingerprint
+    marker = finished_marker(fs, stage_dir)
+    return marker is not None and marker.get("fingerprint") == fingerprint
+
+
+def remove_orphans(fs: HadoopFS, stage_dir: str) -> None:
+    """Delete the temporary folders earlier runs of this stage left behind when they were killed."""
+    prefix = f"{stage_dir.rstrip('/').rsplit('/', 1)[-1]}.tmp-"
+    for path in fs.list_dir(stage_dir.rstrip("/").rsplit("/", 1)[0]):
+        if path.rstrip("/").rsplit("/", 1)[-1].startswith(prefix):
+            fs.delete(path)
+
+
+def commit(fs: HadoopFS, tmp_dir: str, stage_dir: str, fingerprint: str) -> None:
+    """Move a written stage into place; the marker, naming every file, is written last.
+
+    The old marker goes first, so that from then on a crash leaves a stage that is not finished.
+    """
+    fs.delete(f"{stage_dir}/{MARKER}")
+    fs.delete(stage_dir)
+    fs.rename(tmp_dir, stage_dir)
+    fs.write_json(f"{stage_dir}/{MARKER}", {"fingerprint": fingerprint, "finished_at": time.time(),
+                                            "files": fs.list_files(stage_dir)})
 
 
 def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
               records_in: Optional[int]) -> dict:
     """Run one stage into ``stage_dir`` atomically and return its stats."""
     fs = HadoopFS(stage.spark)
+    remove_orphans(fs, stage_dir)
     tmp_dir = f"{stage_dir}.tmp-{uuid.uuid4().hex[:8]}"
     started = time.time()
     stage.spark.sparkContext.setJobGroup(stage.name, f"corpusmill stage {stage.name}")
@@ -166,7 +206,7 @@ def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
         out = stage.transform(docs, resources)
         stage.write(out, tmp_dir)
         resources.close()  # services and caches live for the one pass over the data, not the bookkeeping
-        counts = stage.count_outcomes(tmp_dir)
+        counts = stage.count_outcomes(tmp_dir, out.rows.schema)
         stage.finalize(tmp_dir, out.rows.schema)
         wall = time.time() - started
         records_out = sum(sum(reasons.values()) for reasons in counts.values())
@@ -183,9 +223,7 @@ def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
         stats["reconciled"] = stats["records_in"] == records_out
         stats.update(stage.extra_stats(tmp_dir, out.facts))
         fs.write_json(f"{tmp_dir}/{STATS}", stats)
-        fs.write_json(f"{tmp_dir}/{MARKER}", {"fingerprint": fingerprint, "finished_at": time.time()})
-        fs.delete(stage_dir)
-        fs.rename(tmp_dir, stage_dir)
+        commit(fs, tmp_dir, stage_dir, fingerprint)
         return stats
     except BaseException:
         fs.delete(tmp_dir)

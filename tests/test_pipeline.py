@@ -12,9 +12,10 @@ import pytest
 from conftest import ROOT
 from jobs import config
 from jobs.cli import main
+from jobs.fs import HadoopFS
 from jobs.mix import MixStage
 from jobs.pipeline import run_pipeline
-from jobs.stage import Stage, Transformed, run_stage
+from jobs.stage import Stage, Transformed, is_complete, run_stage
 
 # Every test runs Spark, some through the CLI without the spark fixture.
 pytestmark = pytest.mark.spark
@@ -191,3 +192,110 @@ def test_stage_that_drops_everything_still_writes_an_empty_kept(spark, cfg, tmp_
     kept = spark.read.parquet(stage_dir + "/kept")
     assert kept.count() == 0 and {"id", "url", "text"} <= set(kept.columns)
     assert spark.read.parquet(stage_dir + "/rejected").count() == 2
+
+
+DRIVER_KILLED_DURING_COMMIT = '''
+import os, shutil, signal, sys
+from urllib.parse import urlsplit
+
+from jobs.cli import main
+from jobs.fs import HadoopFS
+
+real_rename = HadoopFS.rename
+
+
+def rename_like_an_object_store(self, src, dst):
+    """S3A, GCS and ABFS rename a folder by copying it file by file; this driver dies after half."""
+    if not src.rstrip("/").rsplit("/", 1)[-1].startswith(os.environ["KILL_IN_COMMIT_OF"] + ".tmp-"):
+        return real_rename(self, src, dst)
+    files = sorted(self.list_files(src))
+    for rel in files[: len(files) // 2]:
+        target = os.path.join(urlsplit(dst).path, rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(os.path.join(urlsplit(src).path, rel), target)
+    os.killpg(0, signal.SIGKILL)  # the driver and its JVM, as a lost YARN application master
+
+
+HadoopFS.rename = rename_like_an_object_store
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def test_driver_killed_in_the_middle_of_a_commit_leaves_a_stage_that_the_rerun_redoes(spark, tmp_path):
+    conf = tmp_path / "three_buckets.yaml"
+    conf.write_text(f"include: {ROOT / 'conf' / 'local.yaml'}\nmix:\n  buckets: 3\n")
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER_KILLED_DURING_COMMIT)
+    killed = subprocess.run(
+        [sys.executable, str(driver), "run", "--config", str(conf), "--input", SAMPLE, "--output", str(tmp_path),
+         "--run", "r", "--stages", ",".join(STAGES)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "KILL_IN_COMMIT_OF": "mix"},
+        start_new_session=True, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    run_dir = tmp_path / "r"
+    copied = [p for p in (run_dir / "mix").rglob("*") if p.is_file()]
+    assert copied and not (run_dir / "mix" / "_COMPLETE.json").exists()
+    assert list(run_dir.glob("mix.tmp-*")), "the half-copied source folder is the orphan a rerun must remove"
+
+    cfg = config.load(str(conf))
+    lines = []
+    run_pipeline(spark, cfg, [SAMPLE], STAGES, str(tmp_path), "r", echo=lines.append)
+    assert "skipped" in lines[0] and "skipped" not in lines[1], lines
+    assert not list(run_dir.glob("*.tmp-*"))
+    extract_kept = stats_of(run_dir, "extract")["kept"]
+    assert spark.read.parquet(str(run_dir / "mix" / "kept")).count() >= extract_kept
+    marker = json.loads((run_dir / "mix" / "_COMPLETE.json").read_text())
+    assert any(name.startswith("kept/") and name.endswith(".parquet") for name in marker["files"])
+
+    # A marker whose file list does not match what is there (a file lost or added) is not finished.
+    fs = HadoopFS(spark)
+    assert is_complete(fs, str(run_dir / "mix"), marker["fingerprint"])
+    data_file = next(run_dir / "mix" / name for name in sorted(marker["files"]) if name.endswith(".parquet"))
+    moved = data_file.rename(tmp_path / "elsewhere.parquet")
+    assert not is_complete(fs, str(run_dir / "mix"), marker["fingerprint"])
+    moved.rename(data_file)
+    (run_dir / "mix" / "kept" / "part-stray.parquet").write_bytes(b"")
+    assert not is_complete(fs, str(run_dir / "mix"), marker["fingerprint"])
+
+
+def test_a_stage_that_keeps_nothing_gives_empty_finished_stages_after_it(spark, tmp_path):
+    rejects_everything = config.load(overrides={"filter": {"rules": {"gopher_short_doc": {
+        "ruleset": "gopher_quality", "signal": "n_words", "min": 10_000_000}}}})
+    stages = ["extract", "filter", "pii", "dedup", "score", "mix", "pack", "mindrecord"]
+    lines = []
+    stats = run_pipeline(spark, rejects_everything, [SAMPLE], stages, str(tmp_path), "r", echo=lines.append)
+    filter_stats = stats[1]
+    assert filter_stats["kept"] == 0 and filter_stats["rejected"] == {"gopher_short_doc": filter_stats["records_in"]}
+    assert any("filter: kept nothing; the stages after it run on no documents" in line for line in lines)
+    for stage_stats in stats[2:]:
+        assert stage_stats["records_in"] == 0 and stage_stats["kept"] == 0 and stage_stats["reconciled"]
+    for stage in stages:
+        assert is_complete(HadoopFS(spark), str(tmp_path / "r" / stage), stats[stages.index(stage)]["fingerprint"])
+
+
+def test_cli_output_that_is_a_file_is_a_one_line_error(tmp_path, capsys):
+    a_file = tmp_path / "not-a-folder"
+    a_file.write_text("")
+    assert main(["run", "--input", SAMPLE, "--output", str(a_file), "--stages", "extract"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("corpusmill: --output: cannot create the run folder") and "\n" not in err
+
+
+def test_cli_spark_conf_of_the_wrong_type_is_a_one_line_error(tmp_path, capsys):
+    conf = tmp_path / "bad.yaml"
+    conf.write_text("spark:\n  conf:\n    spark.sql.shuffle.partitions: [1, 2]\n")
+    assert main(["run", "--config", str(conf), "--input", SAMPLE, "--stages", "extract"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "corpusmill: spark.conf.spark.sql.shuffle.partitions: expected a string, number or boolean, got list [1, 2]")
+
+
+@pytest.mark.service  # a second JVM that refuses to start
+def test_cli_spark_property_the_jvm_refuses_is_a_one_line_error(tmp_path):
+    conf = tmp_path / "bad.yaml"
+    conf.write_text("spark:\n  conf:\n    spark.driver.memory: lots\n")
+    result = subprocess.run([sys.executable, "-m", "jobs.cli", "run", "--config", str(conf), "--input", SAMPLE,
+                             "--output", str(tmp_path), "--stages", "extract"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1].startswith("corpusmill: spark: the JVM did not start")
+    assert "Traceback" not in result.stderr
