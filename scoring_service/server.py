@@ -460,7 +460,6 @@ class ScoringApp:
         endpoint = path if path in ROUTES else "other"
         started = time.perf_counter()
         status = 500
-        service.in_flight += 1
         try:
             if path != "/healthz" and not service.authorized(request.header("authorization")):
                 raise RequestError(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
@@ -477,7 +476,6 @@ class ScoringApp:
             request.must_close = True
             await request.answer_json(500, {"error": f"internal error: {type(exc).__name__}: {exc}"})
         finally:
-            service.in_flight -= 1
             service.metrics.requests.labels(endpoint, str(status)).inc()
             service.metrics.request_seconds.observe(time.perf_counter() - started)
 
@@ -585,7 +583,6 @@ class ScoringServer:
         self.batcher = MicroBatcher(scorer, config, self.metrics)
         self.budget = ByteBudget(config.max_queue_bytes, self.metrics)
         self.draining = threading.Event()
-        self.in_flight = 0  # requests being handled (event loop only)
         family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
         self.socket = socket.create_server((config.host, config.port), family=family, backlog=config.backlog)
         self.uvicorn = uvicorn.Server(uvicorn.Config(

@@ -3,11 +3,14 @@
 One service (the shipped model, small limits so that limit errors are cheap to provoke) serves the
 whole module; tests that kill or re-bind a service start their own.
 """
+import collections
 import http.client
 import io
 import json
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -22,6 +25,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import ROOT, shared
+from service_attacks import (SlowClients, address, bodies_at_once, connection_burst, peak_rss_mb, request_head,
+                             reset_peak_rss, score_head, send_head_then_wait, stream_without_answer_mb,
+                             zstd_arrow_bomb)
 from jobs.config import PipelineConfig
 from jobs.score import ScoreStage
 from jobs.stage import run_stage
@@ -35,9 +41,16 @@ LIMITS = ["--max-request-texts", "64", "--max-queue-texts", "48", "--max-request
 
 
 @pytest.fixture(scope="module")
-def service():
-    with LocalService(DEFAULT_MODEL_DIR, extra_args=LIMITS) as url:
-        yield url
+def service_process():
+    local = LocalService(DEFAULT_MODEL_DIR, extra_args=LIMITS)
+    local.start()
+    yield local
+    local.stop()
+
+
+@pytest.fixture(scope="module")
+def service(service_process):
+    return service_process.url
 
 
 def corpus_texts(n: int = 120):
@@ -80,8 +93,17 @@ def metric_samples(url):
 
 
 def arrow_body(texts):
+    return arrow_table_body(pa.table({"text": pa.array(texts, type=pa.string())}))
+
+
+def arrow_body_with_bytes(values):
+    """A string column holding raw bytes (Arrow does not check UTF-8 when writing a cast view)."""
+    binary = pa.array(values, type=pa.binary())
+    return arrow_table_body(pa.table({"text": pa.Array.from_buffers(pa.string(), len(binary), binary.buffers())}))
+
+
+def arrow_table_body(table):
     sink = io.BytesIO()
-    table = pa.table({"text": pa.array(texts, type=pa.string())})
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue()
@@ -124,7 +146,16 @@ def test_concurrent_clients_get_the_same_scores_as_one_sequential_client(service
     (json.dumps({"texts": [1, 2]}), "application/json", 400, "expected a string"),
     (b"\x00\x01 not arrow", "application/vnd.apache.arrow.stream", 400, "malformed Arrow"),
     ("texts=a", "application/x-www-form-urlencoded", 415, "unsupported Content-Type"),
-])
+    # malformed in every other way: 400, never a 500
+    ('{"texts": ' + "[" * 100000 + "]" * 100000 + "}", "application/json", 400, "nested too deeply"),
+    (b'{"texts": ["caf\xe9"]}', "application/json", 400, "malformed JSON"),
+    (arrow_body(["complete"])[:-20], "application/vnd.apache.arrow.stream", 400, "malformed Arrow"),
+    (arrow_body_with_bytes([b"caf\xe9"]), "application/vnd.apache.arrow.stream", 400, "malformed Arrow"),
+    (arrow_table_body(pa.table({"text": [1, 2]})), "application/vnd.apache.arrow.stream", 400, "string column 'text'"),
+    (arrow_table_body(pa.table({"words": ["a"]})), "application/vnd.apache.arrow.stream", 400, "string column 'text'"),
+    (zstd_arrow_bomb(1000), "application/vnd.apache.arrow.stream", 415, "compressed Arrow"),
+], ids=["texts", "text-bytes", "body-bytes", "json", "json-shape", "json-types", "arrow", "content-type", "nested",
+        "non-utf8-json", "cut-arrow", "non-utf8-arrow", "int-arrow", "no-text-arrow", "zstd-arrow"])
 def test_oversized_and_malformed_requests_get_clear_4xx(service, body, content_type, status, message):
     got, data, _ = post(service, "/v1/score", body, content_type)
     assert got == status and message in json.loads(data)["error"]
@@ -175,6 +206,9 @@ def test_binding_off_loopback_requires_a_token_and_it_is_checked(tmp_path):
         assert post(local, "/v1/score", body, "application/json")[0] == 401
         assert post(local, "/v1/score", body, "application/json", {"Authorization": "Bearer wrong"})[0] == 401
         assert post(local, "/v1/score", body, "application/json", {"Authorization": "Bearer s3cret-token"})[0] == 200
+        # RFC 7235: the scheme is case-insensitive
+        assert post(local, "/v1/score", body, "application/json", {"Authorization": "bearer s3cret-token"})[0] == 200
+        assert post(local, "/v1/score", body, "application/json", {"Authorization": "Basic s3cret-token"})[0] == 401
         assert get(local, "/healthz")[0] == 200 and get(local, "/metrics")[0] == 401
         assert ScoringClient(local, token="s3cret-token").score(["hello there."]).shape == (1,)
 
@@ -193,6 +227,138 @@ def test_sigterm_drains_and_exits_cleanly():
         except ScoringUnavailable as exc:
             assert "Connection refused" in str(exc) or "503" in str(exc)  # arrived after: refused
     service.stop()
+
+
+# ---------------------------------------------------------------- hostile clients (issue 13)
+# Each attack runs against the real service process; where memory is the point, its peak RSS
+# (VmHWM, reset before the attack) is what is asserted.
+
+def test_a_compressed_arrow_bomb_is_refused_before_it_is_decompressed(service_process):
+    bomb = zstd_arrow_bomb(256 << 20)  # one 256 MB text: a few KB on the wire
+    assert len(bomb) < 100_000
+    pid = service_process.process.pid
+    reset_peak_rss(pid)
+    before = peak_rss_mb(pid)
+    status, data, _ = post(service_process.url, "/v1/score", bomb, "application/vnd.apache.arrow.stream")
+    grown = peak_rss_mb(pid) - before
+    assert grown < 64, grown  # it was never decompressed (it used to cost 2 × 256 MB)
+    assert status == 415 and "compressed Arrow" in json.loads(data)["error"]
+
+
+def test_negative_malformed_and_oversized_content_lengths_are_answered_before_any_body(service_process):
+    url, pid = service_process.url, service_process.process.pid
+    # answered from the headers alone, at once: no body is read ("-1" used to read until EOF)
+    assert send_head_then_wait(url, score_head("-1"), timeout=10) == 400
+    assert send_head_then_wait(url, score_head("12abc"), timeout=10) == 400
+    assert send_head_then_wait(url, score_head(str(10 ** 12)), timeout=10) == 413
+    chunked = request_head("POST", "/v1/score", {"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
+    assert send_head_then_wait(url, chunked, timeout=10) == 411
+    reset_peak_rss(pid)
+    before = peak_rss_mb(pid)
+    taken = stream_without_answer_mb(url, score_head("-1"), limit_mb=200)
+    assert taken < 200 and peak_rss_mb(pid) - before < 64
+    assert post(url, "/v1/score", json.dumps({"texts": ["fine"]}), "application/json")[0] == 200
+
+
+def test_slow_clients_do_not_lock_other_clients_out(service):
+    # 64 connections dripping their headers: once enough to take every slot of the old server (503).
+    with SlowClients(service, 64, drip_s=0.5) as slow:
+        for _ in range(5):
+            assert post(service, "/v1/score", json.dumps({"texts": ["a normal client"]}), "application/json")[0] == 200
+        assert slow.open_count() == 64  # still within their deadline
+
+
+@pytest.fixture(scope="module")
+def short_deadline_service():
+    with LocalService(DEFAULT_MODEL_DIR, extra_args=["--request-timeout-s", "2", "--max-connections", "80"]) as url:
+        yield url
+
+
+def test_a_request_must_arrive_whole_within_its_deadline(short_deadline_service):
+    url = short_deadline_service
+    with SlowClients(url, 64, drip_s=0.5) as slow:
+        deadline = time.monotonic() + 30  # bound of the test only: the service's limit is 2 s
+        while slow.open_count() and time.monotonic() < deadline:
+            assert post(url, "/v1/score", json.dumps({"texts": ["a normal client"]}), "application/json")[0] == 200
+        assert slow.open_count() == 0  # every dripping connection was closed (408) by the service
+    # a body that never comes whole is cut off too, and so is a connection that says nothing
+    head = score_head("100")
+    with socket.create_connection(address(url)) as dribbling, socket.create_connection(address(url)) as silent:
+        dribbling.sendall(head + b'{"texts": [')
+        for sock in (dribbling, silent):
+            sock.settimeout(30)
+            assert sock.recv(4096) == b""
+    samples = metric_samples(url)
+    assert samples[("scoring_request_timeouts_total", ())] >= 65
+    # past the connection cap a connection is answered 503 at once, and that slot frees when it closes
+    with SlowClients(url, 80, drip_s=0.5):
+        assert send_head_then_wait(url, request_head("GET", "/healthz", {}), timeout=10) == 503
+    assert get(url, "/healthz")[0] == 200
+
+
+@pytest.fixture(scope="module")
+def roomy_service():
+    """Default limits but for the size of one text (the test sends 1 MB texts)."""
+    local = LocalService(DEFAULT_MODEL_DIR, extra_args=["--max-text-bytes", str(2 << 20)])
+    local.start()
+    yield local
+    local.stop()
+
+
+def test_backpressure_counts_the_bytes_of_requests_in_hand(roomy_service):
+    body = json.dumps({"texts": ["word " * 200_000] * 48}).encode()  # 48 texts of 1 MB
+    pid = roomy_service.process.pid
+    reset_peak_rss(pid)
+    before = peak_rss_mb(pid)
+    statuses = bodies_at_once(roomy_service.url, 16, body)
+    grown = peak_rss_mb(pid) - before
+    assert grown < 1024, (grown, statuses)  # 16 accepted bodies took 2.6 GB
+    # 256 MB of requests in hand (the default): 5 of these 48 MB bodies; the rest 429 from their headers
+    assert statuses.count(200) == 5 and statuses.count(429) == 11, statuses
+    assert metric_samples(roomy_service.url)[("scoring_queue_bytes", ())] == 0
+
+
+def test_a_burst_of_200_connections_is_accepted_without_resets(roomy_service):
+    outcomes = connection_burst(roomy_service.url, 200)
+    assert outcomes == [200] * 200, collections.Counter(outcomes)
+
+
+def test_client_disconnects_leave_no_traceback_in_the_log(service_process):
+    url = service_process.url
+    body = json.dumps({"texts": corpus_texts(40)}).encode()
+    head = score_head(str(len(body)))
+    for _ in range(20):
+        with socket.create_connection(address(url)) as sock:
+            sock.sendall(head + body)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with RST
+    assert post(url, "/v1/score", json.dumps({"texts": ["still here"]}), "application/json")[0] == 200
+    log = service_process.log_tail(lines=1000)
+    assert "Traceback" not in log and "BrokenPipe" not in log and "ConnectionReset" not in log, log[-2000:]
+
+
+def test_a_model_that_does_not_answer_in_time_gets_503_not_a_hang():
+    # The batch waits 5 s for company, past the 0.5 s the service waits for an answer: a wedged or
+    # dead batching thread looks the same to the request.
+    with LocalService(DEFAULT_MODEL_DIR, extra_args=["--max-wait-ms", "5000", "--answer-timeout-s", "0.5"]) as url:
+        status, data, response = post(url, "/v1/score", json.dumps({"texts": ["waits"]}), "application/json")
+        assert status == 503 and "no answer from the model within 0.5 s" in json.loads(data)["error"]
+        assert response.getheader("Retry-After") == "1"
+
+
+def test_the_local_service_leaves_no_log_file_even_when_its_parent_is_killed(tmp_path):
+    script = ("import os, signal\n"
+              "from scoring_service.client import LocalService\n"
+              "from scoring_service.artifacts import DEFAULT_MODEL_DIR\n"
+              "LocalService(DEFAULT_MODEL_DIR).start()\n"
+              "os.kill(os.getpid(), signal.SIGKILL)\n")
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    killed = subprocess.run([sys.executable, "-c", script], env=env, timeout=180)
+    assert killed.returncode == -signal.SIGKILL
+    assert not list(tmp_path.iterdir())
+    # a service that cannot start explains why, from the tail of its log
+    with pytest.raises(ScoringUnavailable, match="(?s)did not become ready.*not a model directory"):
+        LocalService(str(tmp_path / "nonexistent"), startup_timeout_s=60).start()
+    assert not list(tmp_path.iterdir())
 
 
 # ---------------------------------------------------------------- the score stage in Spark
