@@ -147,7 +147,7 @@ def test_concurrent_clients_get_the_same_scores_as_one_sequential_client(service
     (b"\x00\x01 not arrow", "application/vnd.apache.arrow.stream", 400, "malformed Arrow"),
     ("texts=a", "application/x-www-form-urlencoded", 415, "unsupported Content-Type"),
     # malformed in every other way: 400, never a 500
-    ('{"texts": ' + "[" * 100000 + "]" * 100000 + "}", "application/json", 400, "nested too deeply"),
+    ('{"texts": ' + "[" * 100000 + "]" * 100000 + "}", "application/json", 400, "arrays and objects"),
     (b'{"texts": ["caf\xe9"]}', "application/json", 400, "malformed JSON"),
     (arrow_body(["complete"])[:-20], "application/vnd.apache.arrow.stream", 400, "malformed Arrow"),
     (arrow_body_with_bytes([b"caf\xe9"]), "application/vnd.apache.arrow.stream", 400, "malformed Arrow"),
@@ -316,6 +316,17 @@ def test_backpressure_counts_the_bytes_of_requests_in_hand(roomy_service):
     # 256 MB of requests in hand (the default): 5 of these 48 MB bodies; the rest 429 from their headers
     assert statuses.count(200) == 5 and statuses.count(429) == 11, statuses
     assert metric_samples(roomy_service.url)[("scoring_queue_bytes", ())] == 0
+
+
+def test_a_json_body_of_many_tiny_values_is_refused_before_it_is_parsed(roomy_service):
+    body = b'{"texts": [' + b"[]," * (20 << 20) + b"[]]}"  # 60 MB: 20 M lists of 56 bytes once parsed
+    pid = roomy_service.process.pid
+    reset_peak_rss(pid)
+    before = peak_rss_mb(pid)
+    status, data, _ = post(roomy_service.url, "/v1/score", body, "application/json")
+    grown = peak_rss_mb(pid) - before
+    assert grown < 400, grown  # parsed, it took 1.3 GB
+    assert status == 400 and "arrays and objects" in json.loads(data)["error"]
 
 
 def test_a_burst_of_200_connections_is_accepted_without_resets(roomy_service):
