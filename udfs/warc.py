@@ -127,13 +127,23 @@ class _BoundedReader(DecompressingBufferedReader):
         return super().read(length)
 
     def readline(self, length=None):
-        allowed = self.header_bytes_left if length is None else min(length, self.header_bytes_left)
-        if allowed <= 0 and length != 0:
-            raise DamagedArchive(f"header lines longer than max_header_bytes ({self.max_header_bytes})")
-        line = super().readline(allowed)
-        self.header_bytes_left -= len(line)
+        wanted = float("inf") if length is None else length
+        allowed = min(wanted, self.header_bytes_left)
+        parts, size = [], 0
+        # warcio's readline(n) may stop short of n without a newline (it subtracts the running total
+        # at each block), so ask again until the line ends, the allowance is spent or the data is.
+        while size < allowed:
+            part = super().readline(allowed - size)
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
+            if part.endswith(b"\n"):
+                break
+        line = b"".join(parts)
+        self.header_bytes_left -= size
         if not line.endswith(b"\n"):
-            if len(line) == allowed and (length is None or length > allowed):
+            if size == allowed < wanted:
                 raise DamagedArchive(f"header lines longer than max_header_bytes ({self.max_header_bytes})")
             if self.input_ended and self.decompressor is None and line.strip():
                 raise DamagedArchive("file ends inside a header line")
