@@ -333,6 +333,9 @@ def texts_from_arrow(body: bytes) -> pa.Array:
         raise RequestError(400, f"malformed Arrow stream: {exc}") from None
 
 
+JSON_CONTAINERS = 64  # arrays and objects a JSON body may hold: {"texts": [...]} and some room
+
+
 def json_structure(body: bytes, chunk: int = 1 << 22) -> Tuple[int, int]:
     """(arrays and objects, commas) of a JSON text, outside its strings: a pass of numpy over the
     bytes (a regular expression takes seconds on 64 MB). Escaped backslashes and quotes go first, so
@@ -371,17 +374,16 @@ def texts_from_json(body: bytes, config: ServerConfig) -> list:
     return texts
 
 
-JSON_CONTAINERS = 64  # arrays and objects a JSON body may hold: {"texts": [...]} and some room
-
-
 def decode_texts(body: bytes, content_type: str, config: ServerConfig, text_chars_used: int) -> List[str]:
     """A request body's texts, checked against the limits and cut to what the model reads."""
     if content_type == ARROW_STREAM:
         column = texts_from_arrow(body)
         check_text_count(len(column), config)
-        if len(column) and (pc.max(pc.binary_length(column)).as_py() or 0) > config.max_text_bytes:
-            longest = pc.index(pc.binary_length(column), pc.max(pc.binary_length(column))).as_py()
-            raise RequestError(413, f"texts[{longest}] exceeds the limit of {config.max_text_bytes} bytes per text")
+        lengths = pc.binary_length(column)
+        longest = (pc.max(lengths).as_py() or 0) if len(column) else 0
+        if longest > config.max_text_bytes:
+            where = pc.index(lengths, longest).as_py()
+            raise RequestError(413, f"texts[{where}] exceeds the limit of {config.max_text_bytes} bytes per text")
         texts = column.to_pylist()
     elif content_type == "application/json":
         texts = texts_from_json(body, config)
@@ -406,8 +408,6 @@ def check_text_count(count: int, config: ServerConfig) -> None:
 
 
 # ---------------------------------------------------------------- HTTP
-
-
 
 def _raw_answer(status: str, error: str, extra: str = "") -> bytes:
     """A whole HTTP answer for a connection h11 has no request on yet (then closed)."""
