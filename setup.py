@@ -38,7 +38,8 @@ setup(
         "h11>=0.14,<1",
     ],
     extras_require={
-        "dev": ["pytest>=7", "vermin>=1.6,<2"],
+        # moto's standalone server is the loopback S3 of tests/test_mindrecord_uri.py
+        "dev": ["pytest>=7", "vermin>=1.6,<2", "moto[server]>=5.0,<6"],
     },
     entry_points={"console_scripts": ["corpusmill=jobs.cli:main"]},
 )

@@ -7,37 +7,70 @@ training time. ``auto`` picks ``sequences`` when the input has ``input_ids``. Th
 bucket count of ``mix`` (set it to the training device count or a multiple of it); ``loader`` reads
 the shards for a rank.
 
-Each Spark task writes its bucket(s) as its own MindRecord file with
-``mindspore.mindrecord.FileWriter``; ``mindspore.dataset.MindDataset`` reads the list of files as
-one dataset. FileWriter writes to a local file system, so on a cluster ``--output`` must be a path
-every executor sees (a shared mount such as NFS or DBFS FUSE).
+Each Spark task writes its shard(s) with ``mindspore.mindrecord.FileWriter`` into a scratch folder on
+its executor (``mindrecord.scratch_dir``), then uploads the ``.mindrecord`` and ``.mindrecord.db``
+files into the stage's temporary folder with ``pyarrow.fs`` (``udfs.mindrecord.upload_files``), so
+``--output`` may be any URI both Spark and pyarrow reach: a local or mounted path, ``file://``,
+``hdfs://`` (libhdfs on the nodes), ``s3://``/``s3a://`` (endpoint and keys from the
+``spark.hadoop.fs.s3a.*`` settings or the AWS environment), ``gs://``, ``abfs://``. The runner then
+commits the folder like every other stage's. ``mindspore.dataset.MindDataset`` reads the list of files
+as one dataset; ``loader`` downloads remote shards to a local cache first.
+
+The shards a training job gets: exactly ``mix.buckets`` files (a shard no row reached is written
+empty, valid for MindDataset), mode 0644, and rows per shard within one of each other: rows keep
+their bucket's shard except for the fewest moves that even the counts out
+(``udfs.mindrecord.balance_plan``). ``_stats.json`` lists rows and tokens per shard (tokens: the
+non-padding tokens of the sequences, or mix's ``token_estimate`` of the documents).
 """
 from __future__ import annotations
 
 import os
+import tempfile
 from contextlib import ExitStack
 from typing import Dict, Iterator
-from urllib.parse import unquote, urlsplit
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.stage import Stage, Transformed
 from udfs.config import ConfigError
-from udfs.mindrecord import (DOCUMENT_SCHEMA, MISSING_SCORE, SEQUENCE_FIELDS, mindrecord_rows, sequence_schema,
-                             shard_name)
+from udfs.mindrecord import (DOCUMENT_SCHEMA, MISSING_SCORE, SEQUENCE_FIELDS, balance_plan, mindrecord_rows,
+                             s3_options_from_hadoop, sequence_schema, shard_name, upload_files)
 
-SHARDS_SCHEMA = "bucket int, file string, rows long, _outcome string"
+SHARDS_SCHEMA = "shard int, file string, rows long, tokens long, _outcome string"
 
 
-def local_path(uri: str) -> str:
-    parts = urlsplit(uri)
-    if parts.scheme not in ("", "file"):
-        raise ConfigError(f"output: the mindrecord stage writes with FileWriter and needs a local or "
-                          f"mounted path, got {uri}")
-    return unquote(parts.path) if parts.scheme else uri
+def balanced(rows: DataFrame, buckets: int) -> DataFrame:
+    """``rows`` with a ``shard`` column: the bucket, but for the rows ``balance_plan`` moves."""
+    counts = {r["bucket"]: r["count"] for r in rows.groupBy("bucket").count().collect()}
+    moves = balance_plan(counts, buckets)
+    if not moves:
+        return rows.withColumn("shard", F.col("bucket"))
+    # A fixed order within each bucket (a hash of the whole row), numbered from 0.
+    index = F.row_number().over(Window.partitionBy("bucket").orderBy(F.xxhash64(*rows.columns))) - 1
+    moved = [((F.col("bucket") == bucket) & F.col("_index").between(start, stop - 1), target)
+             for bucket, start, stop, target in moves]
+    shard = F.when(*moved[0])
+    for condition, target in moved[1:]:
+        shard = shard.when(condition, target)
+    return rows.withColumn("_index", index).withColumn("shard", shard.otherwise(F.col("bucket"))).drop("_index")
+
+
+def with_placeholders(rows: DataFrame, buckets: int) -> DataFrame:
+    """One placeholder row per shard, so that every shard's task runs and writes a file, empty or not."""
+    spark = rows.sparkSession
+    fields = [F.lit(None).cast(f.dataType).alias(f.name) for f in rows.schema.fields if f.name != "shard"]
+    placeholders = spark.range(buckets).select(*fields, F.col("id").cast("int").alias("shard"),
+                                               F.lit(True).alias("_placeholder"))
+    return rows.withColumn("_placeholder", F.lit(False)).unionByName(placeholders)
+
+
+def scratch_root(configured: str) -> str:
+    """Where a task's FileWriter writes: the setting, else Spark's first local dir for Python workers."""
+    return configured or os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0] or tempfile.gettempdir()
 
 
 class MindRecordStage(Stage):
@@ -56,7 +89,8 @@ class MindRecordStage(Stage):
             # The window length of the data itself (pack's seq_len unless the input came from elsewhere).
             first = docs.select(F.size("input_ids").alias("n")).first()
             seq_len = first["n"] if first else self.cfg.pack.seq_len
-            return Transformed(docs.select("bucket", "id", *SEQUENCE_FIELDS),
+            tokens = F.expr("size(filter(segment_ids, s -> s > 0))").cast("long")
+            return Transformed(docs.select("bucket", "id", *SEQUENCE_FIELDS, tokens.alias("_tokens")),
                                {"schema": sequence_schema(seq_len), "mode": "sequences"})
         columns = {c: (F.col(c) if c in docs.columns else F.lit(None)) for c in DOCUMENT_SCHEMA}
         rows = docs.select(F.col("bucket"), *[
@@ -65,42 +99,53 @@ class MindRecordStage(Stage):
             F.coalesce(columns["text"].cast("string"), F.lit("")).alias("text"),
             F.coalesce(columns["domain"].cast("string"), F.lit("")).alias("domain"),
             F.coalesce(columns["quality_score"].cast("float"), F.lit(MISSING_SCORE)).alias("quality_score"),
+            (F.col("token_estimate") if "token_estimate" in docs.columns else F.lit(None)).cast("long").alias("_tokens"),
         ])
         return Transformed(rows, {"schema": DOCUMENT_SCHEMA, "mode": "documents"})
 
     def write(self, out: Transformed, tmp_dir: str) -> None:
-        shard_dir = local_path(tmp_dir)
+        buckets = self.cfg.mix.buckets
         header_size = self.settings.header_size_kb * 1024
         page_size = self.settings.page_size_kb * 1024
+        scratch = self.settings.scratch_dir
         schema, schema_name = out.facts["schema"], f"corpusmill_{out.facts['mode']}"
+        s3_options = s3_options_from_hadoop(self.spark.sparkContext._jsc.hadoopConfiguration().get)
 
         def write_shards(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from mindspore.mindrecord import FileWriter
 
-            os.makedirs(shard_dir, exist_ok=True)
             writers: Dict[int, FileWriter] = {}
             rows: Dict[int, int] = {}
-            for batch in batches:
-                buckets = batch.column("bucket").to_numpy(zero_copy_only=False)
-                for bucket in np.unique(buckets).tolist():
-                    if bucket not in writers:
-                        writer = FileWriter(os.path.join(shard_dir, shard_name(bucket)), shard_num=1, overwrite=True)
-                        writer.set_header_size(header_size)
-                        writer.set_page_size(page_size)
-                        writer.add_schema(schema, schema_name)
-                        writers[bucket], rows[bucket] = writer, 0
-                    records = mindrecord_rows(batch.filter(pa.array(buckets == bucket)), schema)
-                    writers[bucket].write_raw_data(records)
-                    rows[bucket] += len(records)
-            for writer in writers.values():
-                writer.commit()
+            tokens: Dict[int, int] = {}
+            with tempfile.TemporaryDirectory(prefix="corpusmill-mindrecord-", dir=scratch_root(scratch)) as local:
+                for batch in batches:
+                    shards = batch.column("shard").to_numpy(zero_copy_only=False)
+                    real = ~batch.column("_placeholder").to_numpy(zero_copy_only=False)
+                    for shard in np.unique(shards).tolist():
+                        if shard not in writers:
+                            writer = FileWriter(os.path.join(local, shard_name(shard)), shard_num=1, overwrite=True)
+                            writer.set_header_size(header_size)
+                            writer.set_page_size(page_size)
+                            writer.add_schema(schema, schema_name)
+                            writers[shard], rows[shard], tokens[shard] = writer, 0, 0
+                        part = batch.filter(pa.array((shards == shard) & real))
+                        if part.num_rows:
+                            writers[shard].write_raw_data(mindrecord_rows(part, schema))
+                            rows[shard] += part.num_rows
+                            tokens[shard] += int(pc.sum(part.column("_tokens")).as_py() or 0)
+                for shard, writer in writers.items():
+                    writer.commit()
+                    path = os.path.join(local, shard_name(shard))
+                    upload_files([path, f"{path}.db"], tmp_dir, s3_options)
             if rows:
-                yield pa.RecordBatch.from_pydict({"bucket": pa.array(list(rows), pa.int32()),
+                yield pa.RecordBatch.from_pydict({"shard": pa.array(list(rows), pa.int32()),
                                                   "file": [shard_name(b) for b in rows],
                                                   "rows": pa.array(list(rows.values()), pa.int64()),
+                                                  "tokens": pa.array(list(tokens.values()), pa.int64()),
                                                   "_outcome": ["kept"] * len(rows)})
 
-        shards = out.rows.repartition(self.cfg.mix.buckets, "bucket").mapInArrow(write_shards, SHARDS_SCHEMA)
+        rows = with_placeholders(balanced(out.rows, buckets), buckets)
+        shards = rows.repartition(buckets, "shard").mapInArrow(write_shards, SHARDS_SCHEMA)
         shards.coalesce(1).write.mode("overwrite").parquet(f"{tmp_dir}/shards")
 
     def count_outcomes(self, tmp_dir: str, schema) -> Dict[str, Dict[str, int]]:
@@ -108,12 +153,15 @@ class MindRecordStage(Stage):
         return {"kept": {"-": int(total or 0)}}
 
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:
-        shards = self.spark.read.parquet(f"{stage_dir}/shards").orderBy("bucket").collect()
+        shards = self.spark.read.parquet(f"{stage_dir}/shards").orderBy("shard").collect()
+        rows = [r["rows"] for r in shards]
         return {"mode": facts["mode"],
-                "shards": [{"file": r["file"], "rows": r["rows"]} for r in shards]}
+                # tokens: non-padding tokens (sequences) or mix's token_estimate (documents)
+                "shards": [{"file": r["file"], "rows": r["rows"], "tokens": r["tokens"]} for r in shards],
+                "rows_per_shard": {"min": min(rows, default=0), "max": max(rows, default=0)}}
 
     def finalize(self, tmp_dir: str, schema) -> None:
-        """Shards are written in place; nothing to rename."""
+        """Shards are uploaded into place; nothing to rename."""
 
 
 if __name__ == "__main__":

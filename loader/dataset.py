@@ -11,6 +11,14 @@ within its own segment) and ``position_ids`` (restarting at every segment).
   then batched by length buckets with a token budget per batch (seed 001: dynamic batching by tokens,
   not samples, and similar lengths together to cut padding).
 
+Where the shards are: a local folder, a list of files, or the URI of a ``mindrecord`` stage on any
+file system ``pyarrow.fs`` reaches (``s3://``, ``s3a://``, ``hdfs://``, ``gs://``, ``abfs://``). A remote
+stage is downloaded once into a local cache (``cache_dir``; default ``$CORPUSMILL_SHARD_CACHE`` or
+``~/.cache/corpusmill/shards``), in a folder named by the stage's completion marker, so a re-run stage
+is fetched anew and an unfinished one is refused; every rank on a node reads the same copy. S3
+endpoint and keys come from ``storage_options`` (``pyarrow.fs.S3FileSystem`` arguments) or the AWS
+environment (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``).
+
 Ranks: ``rank``/``world_size`` default to MindSpore's ``RANK_ID``/``RANK_SIZE`` environment (set by
 ``msrun``), else a single process. MindDataset gives every rank the same number of samples.
 """
@@ -24,6 +32,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import mindspore.dataset as ds
 import numpy as np
 
+from udfs.mindrecord import download_shards, file_system, is_remote
 from udfs.packing import Document, PackConfig, loss_mask_from_segments, position_ids_from_segments, split_document
 from udfs.tokenizer import TokenizerConfig, cached_tokenizer
 
@@ -31,10 +40,18 @@ SEQUENCE_COLUMNS = ["input_ids", "segment_ids", "loss_mask"]
 COLUMNS = ["input_ids", "segment_ids", "loss_mask", "position_ids"]
 
 
-def shard_files(path: Union[str, Sequence[str]]) -> List[str]:
-    """The MindRecord files of a ``mindrecord`` stage folder, one file, or a list of files."""
+def shard_cache_dir() -> str:
+    return os.environ.get("CORPUSMILL_SHARD_CACHE") or os.path.expanduser("~/.cache/corpusmill/shards")
+
+
+def shard_files(path: Union[str, Sequence[str]], cache_dir: Optional[str] = None,
+                storage_options: Optional[dict] = None) -> List[str]:
+    """Local MindRecord files of a ``mindrecord`` stage (a folder or a remote URI), one file, or a list."""
     if not isinstance(path, (str, Path)):
         return [str(p) for p in path]
+    if is_remote(path):
+        return download_shards(str(path), cache_dir or shard_cache_dir(), storage_options)
+    path = file_system(str(path))[1]  # a plain path, or the path of a file:// URI
     if Path(path).is_dir():
         files = sorted(glob.glob(os.path.join(str(path), "*.mindrecord")))
         if not files:
@@ -57,11 +74,12 @@ def _add_positions(segment_ids: np.ndarray):
 
 def sequence_dataset(path, batch_size: int, rank: Optional[int] = None, world_size: Optional[int] = None,
                      shuffle: bool = True, seed: int = 0, drop_remainder: bool = True,
-                     num_parallel_workers: Optional[int] = None) -> ds.Dataset:
+                     num_parallel_workers: Optional[int] = None, cache_dir: Optional[str] = None,
+                     storage_options: Optional[dict] = None) -> ds.Dataset:
     """Batches of packed sequences for this rank: each column ``(batch_size, seq_len)`` int32."""
     rank, world = rank_and_world(rank, world_size)
     ds.config.set_seed(seed)
-    data = ds.MindDataset(shard_files(path), columns_list=SEQUENCE_COLUMNS, shuffle=shuffle,
+    data = ds.MindDataset(shard_files(path, cache_dir, storage_options), columns_list=SEQUENCE_COLUMNS, shuffle=shuffle,
                           num_shards=world if world > 1 else None, shard_id=rank if world > 1 else None,
                           num_parallel_workers=num_parallel_workers)
     data = data.map(operations=_add_positions, input_columns=["segment_ids"],
@@ -112,13 +130,14 @@ def _add_masks(segment_ids: np.ndarray):
 
 def document_dataset(path, token_budget: int, max_tokens: int = 2048, rank: Optional[int] = None,
                      world_size: Optional[int] = None, tokenizer: TokenizerConfig = TokenizerConfig(),
-                     shuffle: bool = True, seed: int = 0, smallest_bucket: int = 64) -> ds.Dataset:
+                     shuffle: bool = True, seed: int = 0, smallest_bucket: int = 64, cache_dir: Optional[str] = None,
+                     storage_options: Optional[dict] = None) -> ds.Dataset:
     """Batches of whole documents (or boundary-cut pieces) of similar length, at most ``token_budget``
     tokens per batch including padding; columns ``(batch, longest in batch)`` int32."""
     rank, world = rank_and_world(rank, world_size)
     ds.config.set_seed(seed)
     pad_id = cached_tokenizer(tokenizer).eos_id
-    source = DocumentPieces(shard_files(path), rank, world, tokenizer, max_tokens, shuffle)
+    source = DocumentPieces(shard_files(path, cache_dir, storage_options), rank, world, tokenizer, max_tokens, shuffle)
     data = ds.GeneratorDataset(source, column_names=["input_ids", "segment_ids"], shuffle=False,
                                python_multiprocessing=False)
     boundaries, batch_sizes = token_budget_buckets(token_budget, max_tokens, smallest_bucket)

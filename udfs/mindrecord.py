@@ -1,11 +1,22 @@
-"""The mindrecord stage's per-record logic: its config, the MindRecord schemas and Arrow → records."""
+"""The mindrecord stage's per-record logic: its config, the MindRecord schemas, Arrow → records, the
+plan that evens out rows per shard, and shard files to and from any file-system URI.
+
+Shards move with ``pyarrow.fs``: plain paths and ``file://`` locally, ``s3://``/``s3a://`` with
+``S3FileSystem``, and ``hdfs://``, ``gs://``, ``abfs://`` through ``FileSystem.from_uri`` (HDFS via
+libhdfs, which needs ``CLASSPATH=$(hadoop classpath --glob)`` and ``ARROW_LIBHDFS_DIR`` on the node).
+"""
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from dataclasses import dataclass
-from typing import List
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from urllib.parse import unquote, urlsplit
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from udfs.config import ConfigError
 
@@ -29,6 +40,9 @@ class MindRecordConfig:
     page_size_kb: int = 4096
     # sequences (packed, from pack), documents (from mix) or auto (sequences when the input has them).
     mode: str = "auto"
+    # Local folder on each executor where FileWriter writes a shard before it is uploaded to --output;
+    # "" = Spark's local dirs (SPARK_LOCAL_DIRS, YARN's container dirs on a cluster), else the temp dir.
+    scratch_dir: str = ""
 
     def validate(self, prefix: str) -> None:
         if self.mode not in MODES:
@@ -59,3 +73,116 @@ def mindrecord_rows(batch: pa.RecordBatch, schema: dict) -> List[dict]:
         else:
             columns.append(column.to_pylist())
     return [dict(zip(schema, values)) for values in zip(*columns)]
+
+
+# Shard files are read by the training job, often as another user: FileWriter leaves 0600.
+SHARD_MODE = 0o644
+MARKER = "_COMPLETE.json"  # the runner's completion marker (jobs/stage.py), which names every file
+S3_SCHEMES = ("s3", "s3a", "s3n")
+
+
+def balance_plan(rows_per_bucket: Dict[int, int], buckets: int) -> List[Tuple[int, int, int, int]]:
+    """Moves that leave every shard with ``total // buckets`` or one more rows.
+
+    Returns ``(bucket, start, stop, shard)``: the rows of ``bucket`` numbered ``start..stop-1`` (in
+    any fixed order within the bucket) go to ``shard``; every other row stays in its bucket's shard.
+    The larger buckets keep the one extra row, so as few rows as possible move.
+    """
+    counts = [rows_per_bucket.get(b, 0) for b in range(buckets)]
+    base, extra = divmod(sum(counts), buckets)
+    fullest = sorted(range(buckets), key=lambda b: (-counts[b], b))
+    target = [base] * buckets
+    for b in fullest[:extra]:
+        target[b] += 1
+    surplus = [(b, target[b], counts[b]) for b in range(buckets) if counts[b] > target[b]]
+    deficits = [(b, target[b] - counts[b]) for b in range(buckets) if counts[b] < target[b]]
+    moves = []
+    for shard, need in deficits:
+        while need:
+            bucket, start, stop = surplus[0]
+            take = min(need, stop - start)
+            moves.append((bucket, start, start + take, shard))
+            need -= take
+            surplus[0] = (bucket, start + take, stop)
+            if start + take == stop:
+                surplus.pop(0)
+    return moves
+
+
+def s3_options_from_hadoop(get: Callable[[str], Optional[str]]) -> dict:
+    """``S3FileSystem`` arguments from the S3A settings of a Hadoop configuration, so that one set of
+    ``spark.hadoop.fs.s3a.*`` properties serves Spark's own writes and the shard uploads. Settings
+    left out fall back to pyarrow's AWS environment (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``…)."""
+    options = {}
+    endpoint = get("fs.s3a.endpoint")
+    if endpoint:
+        scheme, _, host = endpoint.rpartition("://")
+        options["endpoint_override"] = host
+        ssl = (get("fs.s3a.connection.ssl.enabled") or "true").lower() != "false"
+        options["scheme"] = scheme or ("https" if ssl else "http")
+    for option, key in (("access_key", "fs.s3a.access.key"), ("secret_key", "fs.s3a.secret.key"),
+                        ("region", "fs.s3a.endpoint.region")):
+        if get(key):
+            options[option] = get(key)
+    return options
+
+
+def file_system(uri: str, s3_options: Optional[dict] = None) -> Tuple[pafs.FileSystem, str]:
+    """The pyarrow file system of ``uri`` and the path within it (``s3a://`` is S3 to pyarrow)."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if scheme in ("", "file"):
+        return pafs.LocalFileSystem(), unquote(parts.path) if scheme else uri
+    if scheme in S3_SCHEMES:
+        return pafs.S3FileSystem(**(s3_options or {})), f"{parts.netloc}{unquote(parts.path)}".rstrip("/")
+    return pafs.FileSystem.from_uri(uri)
+
+
+def upload_files(local_files: Sequence[str], folder_uri: str, s3_options: Optional[dict] = None) -> None:
+    """Copy local files into ``folder_uri`` under their own names; local copies get ``SHARD_MODE``."""
+    fs, folder = file_system(folder_uri, s3_options)
+    if fs.type_name in ("local", "hdfs"):  # object stores have no folders to create
+        fs.create_dir(folder, recursive=True)
+    for path in local_files:
+        target = f"{folder.rstrip('/')}/{os.path.basename(path)}"
+        pafs.copy_files(path, target, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
+        if fs.type_name == "local":
+            os.chmod(target, SHARD_MODE)
+
+
+def is_remote(uri: str) -> bool:
+    return urlsplit(str(uri)).scheme.lower() not in ("", "file")
+
+
+def download_shards(stage_uri: str, cache_dir: str, s3_options: Optional[dict] = None) -> List[str]:
+    """Local copies of the MindRecord shards of a finished ``mindrecord`` stage at ``stage_uri``.
+
+    The stage's completion marker names the files and their sizes; a stage without one is not
+    finished and is refused. Copies go to ``<cache_dir>/<key>/``, the key a hash of the URI and the
+    marker, so a re-run stage is fetched anew and a finished download is reused; each file lands under
+    a temporary name first, so ranks sharing a cache never read half a file.
+    """
+    fs, folder = file_system(stage_uri, s3_options)
+    folder = folder.rstrip("/")
+    try:
+        with fs.open_input_stream(f"{folder}/{MARKER}") as stream:
+            marker_bytes = stream.read()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{stage_uri}: no {MARKER}; not a finished mindrecord stage") from None
+    files = json.loads(marker_bytes)["files"]
+    names = sorted(n for n in files if "/" not in n and n.endswith((".mindrecord", ".mindrecord.db")))
+    if not any(n.endswith(".mindrecord") for n in names):
+        raise FileNotFoundError(f"no *.mindrecord files in {stage_uri}")
+    key = hashlib.sha256(stage_uri.encode("utf-8") + marker_bytes).hexdigest()[:16]
+    local = os.path.join(cache_dir, key)
+    os.makedirs(local, exist_ok=True)
+    for name in names:
+        target = os.path.join(local, name)
+        if os.path.exists(target) and os.path.getsize(target) == files[name]:
+            continue
+        partial = f"{target}.part-{os.getpid()}"
+        pafs.copy_files(f"{folder}/{name}", partial, source_filesystem=fs,
+                        destination_filesystem=pafs.LocalFileSystem())
+        os.chmod(partial, SHARD_MODE)
+        os.replace(partial, target)
+    return [os.path.join(local, n) for n in names if n.endswith(".mindrecord")]
