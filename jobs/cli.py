@@ -63,7 +63,7 @@ def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
     run_dir = run_dir_of(args, cfg)
     progress_safe_print(f"corpusmill: done. Outputs under {run_dir}/<stage>/ (kept/, rejected/, errors/), "
                         f"stats in {run_dir}/<stage>/_stats.json")
-    progress_safe_print(f"corpusmill: report {write_report(spark, run_dir)}")
+    progress_safe_print(f"corpusmill: report {write_report(spark, run_dir, cfg.pii)}")
     return 0 if all(s.get("reconciled", True) for s in all_stats) else 3
 
 
@@ -74,7 +74,7 @@ def report_command(args: argparse.Namespace) -> int:
 
     cfg = config.load(args.config)
     check_java()
-    progress_safe_print(f"corpusmill: report {write_report(get_session(cfg.spark), run_dir_of(args, cfg))}")
+    progress_safe_print(f"corpusmill: report {write_report(get_session(cfg.spark), run_dir_of(args, cfg), cfg.pii)}")
     return 0
 
 

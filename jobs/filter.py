@@ -8,7 +8,9 @@ Every document passes once through ``udfs.filter.DocumentFilter`` inside an Arro
 carry the first failing rule in ``reject_rule`` and its measured value in ``reject_value`` (double),
 and ``failed_rules`` lists every rule a document fails. ``_stats.json`` gets, per rule, the documents
 it rejected first (``first_hit``) and would have rejected alone (``alone``), and the stage writes a
-deterministic sample of rejected documents per rule to ``<stage>/samples/<rule>.jsonl``.
+deterministic sample of rejected documents per rule to ``<stage>/samples/<rule>.jsonl``. The samples
+are for people to read, so their text and URL are scrubbed with the ``pii`` settings (the stage
+declares that read) whether or not the run has a pii stage; the Parquet rows stay raw.
 
 Documents in a language with an n-gram model also get ``perplexity``; a second pass
 (``jobs/perplexity.py``) cuts each language's perplexities of the kept documents at
@@ -30,6 +32,7 @@ from pyspark.sql.types import StructType
 
 from jobs.fs import HadoopFS
 from jobs.perplexity import with_ppl_bucket
+from jobs.scrub import scrubbed
 from jobs.stage import Stage, Transformed
 from udfs.filter import DocumentFilter
 from udfs.quality import SIGNALS
@@ -49,6 +52,8 @@ _TOP_LANGUAGES = 50
 
 class FilterStage(Stage):
     name = "filter"
+    # The samples are scrubbed with the pii settings: a change there rewrites them.
+    reads = ("pii",)
     required_columns = ("text",)
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
@@ -96,17 +101,21 @@ class FilterStage(Stage):
 
     def write_samples(self, fs: HadoopFS, stage_dir: str) -> dict:
         """Up to ``samples_per_rule`` rejected documents per rule, chosen by a hash of the id (the
-        same documents on every run), as ``samples/<rule>.jsonl``; returns rule -> file."""
+        same documents on every run), as ``samples/<rule>.jsonl`` with text and URL scrubbed (a
+        document the scrubber cannot finish shows no text and the reason in ``error``); returns
+        rule -> file."""
         rejected = self.spark.read.parquet(f"{stage_dir}/rejected")
         order = Window.partitionBy("reject_rule").orderBy("_hash", "id")
         picked = (rejected.select("id", "reject_rule", F.xxhash64("id").alias("_hash"))
                   .withColumn("_rank", F.row_number().over(order))
                   .where(F.col("_rank") <= self.settings.samples_per_rule))
-        rows = (rejected.join(F.broadcast(picked), ["id", "reject_rule"])
-                .select(*SAMPLE_COLUMNS, "_hash").orderBy("reject_rule", "_hash", "id").collect())
+        samples = rejected.join(F.broadcast(picked), ["id", "reject_rule"]).select(*SAMPLE_COLUMNS, "_hash")
+        rows = scrubbed(samples, self.cfg.pii).orderBy("reject_rule", "_hash", "id").collect()
         by_rule: dict = {}
         for row in rows:
             record = {c: row[c] for c in SAMPLE_COLUMNS}
+            if row["error"]:
+                record["error"] = row["error"]
             by_rule.setdefault(row["reject_rule"], []).append(json.dumps(record, ensure_ascii=False))
         files = {}
         for rule, lines in by_rule.items():

@@ -5,6 +5,10 @@ Built from each stage's ``_stats.json`` plus a few small aggregations of the wri
 reads whatever keys and columns exist, so a run with fewer stages, or a stage that reports fewer
 figures, still gets a report with the sections that apply.
 
+The report is the file people share, so every excerpt and URL it shows passes through the pii
+stage's scrubber (``jobs.scrub.scrubbed``, with the run's ``pii`` settings) first: the rejected samples
+of extract and filter come from before the pii stage and are raw on disk.
+
     corpusmill report --output out --run demo     # (re)write it for a finished or partial run
 """
 from __future__ import annotations
@@ -18,8 +22,10 @@ from pyspark.sql import functions as F
 
 from jobs import registry
 from jobs.fs import HadoopFS
+from jobs.scrub import scrubbed
 from jobs.report_svg import bar_chart, funnel_chart, histogram, paired_bar_chart
 from jobs.stage import STATS
+from udfs.pii import PiiConfig
 
 REPORT = "report.html"
 DROP_KINDS = ("rejected", "errors", "skipped")
@@ -36,11 +42,12 @@ SHOWN_KEYS = {"stage", "fingerprint", "records_in", "kept", "rejected", "errors"
               "reconciled", "rules", "languages", "samples", "cluster_size_histogram", "mixture"}
 
 
-def write_report(spark: SparkSession, run_dir: str) -> str:
-    """Write ``<run_dir>/report.html`` and return its URI."""
+def write_report(spark: SparkSession, run_dir: str, pii: Optional[PiiConfig] = None) -> str:
+    """Write ``<run_dir>/report.html`` and return its URI; excerpts are scrubbed with ``pii`` (the
+    run's ``cfg.pii``; the defaults when not given)."""
     fs = HadoopFS(spark)
     run_dir = fs.qualify(run_dir.rstrip("/"))
-    facts = RunFacts.collect(spark, fs, run_dir)
+    facts = RunFacts.collect(spark, fs, run_dir, pii or PiiConfig())
     target = f"{run_dir}/{REPORT}"
     fs.write_text(target, render(facts))
     return target
@@ -60,10 +67,11 @@ class RunFacts:
         self.languages: Dict[str, int] = (
             {str(k): int(v) for k, v in languages.items()} if isinstance(languages, dict) else {})
         self.pii_counts: Dict[str, int] = {}
+        self.url_pii_counts: Dict[str, int] = {}
         self.samples: Dict[str, List[dict]] = {}
 
     @classmethod
-    def collect(cls, spark: SparkSession, fs: HadoopFS, run_dir: str) -> "RunFacts":
+    def collect(cls, spark: SparkSession, fs: HadoopFS, run_dir: str, pii_config: PiiConfig) -> "RunFacts":
         stats = {name: fs.read_json(f"{run_dir}/{name}/{STATS}") for name in registry.STAGE_ORDER
                  if fs.exists(f"{run_dir}/{name}/{STATS}")}
         facts = cls(run_dir, stats)
@@ -97,10 +105,13 @@ class RunFacts:
             pii = read("pii", "kept", "rejected")
             if pii is not None and "pii" in pii.columns:
                 facts.pii_counts = pii_counts(pii)
+        in_urls = stats.get("pii", {}).get("url_pii_replaced")
+        if isinstance(in_urls, dict):
+            facts.url_pii_counts = {str(k): int(v) for k, v in in_urls.items()}
         for stage in stats:
             rejected = read(stage, "rejected")
             if rejected is not None:
-                facts.samples[stage] = rejected_samples(rejected, stats[stage].get("rejected"))
+                facts.samples[stage] = rejected_samples(rejected, pii_config, stats[stage].get("rejected"))
         return facts
 
 
@@ -136,8 +147,10 @@ def pii_counts(docs: DataFrame) -> Dict[str, int]:
     return {r["type"]: int(r["n"] or 0) for r in rows}
 
 
-def rejected_samples(rejected: DataFrame, counts: Optional[Dict[str, int]] = None) -> List[dict]:
-    """A few rejected documents per reason, chosen by a hash of the id (the same ones every time).
+def rejected_samples(rejected: DataFrame, pii: PiiConfig, counts: Optional[Dict[str, int]] = None) -> List[dict]:
+    """A few rejected documents per reason, chosen by a hash of the id (the same ones every time),
+    with text and URL scrubbed by ``pii`` before the excerpt is cut (a value cut in half is no longer
+    recognised); a document the scrubber cannot finish shows no text and the reason (``unshown``).
 
     With the per-reason ``counts`` (from _stats.json), rows are first thinned by the same hash to about
     ``PRESAMPLE`` per reason, so a reason with millions of rows never goes through one sort."""
@@ -150,15 +163,18 @@ def rejected_samples(rejected: DataFrame, counts: Optional[Dict[str, int]] = Non
             keep = keep | ((reason == name) & (F.pmod(F.xxhash64("id"), F.lit(HASH_RANGE)) < threshold))
         rejected = rejected.where(keep)
     extra = [c for c in ("url", "reject_value", "survivor_id", "quality_score") if c in rejected.columns]
-    text = F.substring("text", 1, EXCERPT_CHARS) if "text" in rejected.columns else F.lit("")
-    chars = F.length("text") if "text" in rejected.columns else F.lit(0)
+    text = F.col("text") if "text" in rejected.columns else F.lit(None).cast("string")
     order = Window.partitionBy("reason").orderBy("_hash", "id")
-    picked = (rejected.select(F.col("id"), reason.alias("reason"), *extra,
-                              text.alias("text"), chars.alias("chars"), F.xxhash64("id").alias("_hash"))
+    picked = (rejected.select(F.col("id"), reason.alias("reason"), *extra, text.alias("text"),
+                              F.coalesce(F.length(text), F.lit(0)).alias("chars"), F.xxhash64("id").alias("_hash"))
               .withColumn("_rank", F.row_number().over(order))
-              .where(F.col("_rank") <= SAMPLES_PER_REASON)
-              .orderBy("reason", "_rank"))
-    return [{k: v for k, v in row.asDict().items() if k not in ("_hash", "_rank")} for row in picked.collect()]
+              .where(F.col("_rank") <= SAMPLES_PER_REASON))
+    shown = (scrubbed(picked, pii)
+             .select(*[c for c in picked.columns if c != "text"],
+                     F.substring("text", 1, EXCERPT_CHARS).alias("text"),
+                     F.when(F.col("chars") > 0, F.col("error")).alias("unshown"))
+             .orderBy("reason", "_rank"))
+    return [{k: v for k, v in row.asDict().items() if k not in ("_hash", "_rank")} for row in shown.collect()]
 
 
 def _short(n: float) -> str:
@@ -318,11 +334,10 @@ def _distributions(facts: RunFacts) -> str:
 
 
 def _pii(facts: RunFacts) -> str:
-    if not facts.pii_counts:
-        return ""
-    items = sorted(facts.pii_counts.items(), key=lambda kv: -kv[1])
-    return ("<h2>PII replaced, per type</h2>"
-            + bar_chart(items, "PII replacements per type", colour="#d9822b", label_width=160))
+    charts = [bar_chart(sorted(counts.items(), key=lambda kv: -kv[1]), title, colour="#d9822b", label_width=160)
+              for counts, title in ((facts.pii_counts, "PII replacements per type, in the text"),
+                                    (facts.url_pii_counts, "PII replacements per type, in the URL")) if counts]
+    return "<h2>PII replaced, per type</h2>" + "".join(charts) if charts else ""
 
 
 def _dedup(facts: RunFacts) -> str:
@@ -383,13 +398,14 @@ def _samples(facts: RunFacts) -> str:
         parts.append(f"<h3>{escape(stage)}</h3>")
         for sample in samples:
             head = " · ".join(f"{k}: {escape(str(sample[k]))}" for k in
-                              ("reason", "reject_value", "url", "id", "survivor_id", "quality_score", "chars")
-                              if sample.get(k) not in (None, ""))
+                              ("reason", "reject_value", "url", "id", "survivor_id", "quality_score", "chars",
+                               "unshown") if sample.get(k) not in (None, ""))
             parts.append(f'<div class="sample"><div class="head">{head}</div>'
                          f'<pre>{escape(sample.get("text") or "(no text)")}</pre></div>')
     if not parts:
         return ""
     return ("<h2>Spot-check: rejected documents</h2>"
             f"<p>Up to {SAMPLES_PER_REASON} documents per stage and reason, picked by a hash of the id "
-            f"(the same documents on every run); text cut at {EXCERPT_CHARS} characters.</p>" + "".join(parts))
+            f"(the same documents on every run); text and URL scrubbed of personal data as the pii stage "
+            f"does it, then cut at {EXCERPT_CHARS} characters.</p>" + "".join(parts))
 

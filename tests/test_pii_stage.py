@@ -1,4 +1,4 @@
-"""The pii stage on real Spark: scrubbed text, the pii map, pass-through columns, errors, stats."""
+"""The pii stage on real Spark: scrubbed text and URL, the pii maps, pass-through columns, errors, stats."""
 import json
 
 import pyarrow as pa
@@ -15,13 +15,16 @@ DOCS = [
     ("long", "Call (415) 555-0132. " + "filler text " * 200, "en"),
     ("null", None, None),
 ]
+# URLs of the documents above: personal data in the query and the path of two of them.
+URLS = {"zh": "https://bbs.example.cn/thread?uid=11010519491231002X&mail=zhangsan%40163.com",
+        "long": "https://example.org/u/jane.doe@gmail.com/call"}
 
 
 @pytest.fixture(scope="module")
 def scrubbed(spark, tmp_path_factory):
     work = tmp_path_factory.mktemp("pii")
     table = pa.table({
-        "id": [d[0] for d in DOCS], "url": [f"https://example.org/{d[0]}" for d in DOCS],
+        "id": [d[0] for d in DOCS], "url": [URLS.get(d[0], f"https://example.org/{d[0]}") for d in DOCS],
         "text": [d[1] for d in DOCS], "lang": [d[2] for d in DOCS], "source": ["test"] * len(DOCS),
     })
     pq.write_table(table, work / "docs.parquet")
@@ -43,6 +46,15 @@ def test_text_is_scrubbed_in_place_and_other_columns_pass_through(scrubbed):
     assert (kept["source"] == "test").all() and kept.loc["en", "url"] == "https://example.org/en"
 
 
+def test_url_is_scrubbed_and_counted_apart_from_the_text(scrubbed):
+    _, kept, errors, written = scrubbed
+    assert kept.loc["zh", "url"] == "https://bbs.example.cn/thread?uid=<CN_ID>&mail=<EMAIL>"
+    assert dict(kept.loc["zh", "url_pii"]) == {"CN_ID": 1, "EMAIL": 1}
+    assert dict(kept.loc["en", "url_pii"]) == {}
+    assert errors.loc["long", "url"] == "https://example.org/u/<EMAIL>/call"  # errors/ too
+    assert written["url_pii_replaced"] == {"CN_ID": 1, "EMAIL": 1}
+
+
 def test_pii_column_counts_types_per_document(scrubbed):
     _, kept, _, _ = scrubbed
     assert dict(kept.loc["zh", "pii"]) == {"PHONE": 1, "CN_ID": 1, "EMAIL": 1}
@@ -54,7 +66,8 @@ def test_documents_the_analyzer_cannot_finish_are_errors_and_the_job_goes_on(scr
     stats, kept, errors, _ = scrubbed
     assert sorted(errors.index) == ["long", "null"]
     assert errors.loc["long", "error"] == "DocumentTooLong: document longer than max_doc_chars=1000"
-    assert errors.loc["long", "text"] == DOCS[3][1]          # kept whole for a re-run, out of kept/
+    # No raw text in errors/: the document is still in the input (filter/kept/, the audit trail) by id.
+    assert errors["text"].isna().all()
     assert sorted(kept.index) == ["clean", "en", "zh"]
     assert stats["records_in"] == 5 and stats["kept"] == 3 and stats["reconciled"] is True
     assert stats["errors"] == {errors.loc["long", "error"]: 1, "text is null": 1}
@@ -65,5 +78,6 @@ def test_stats_count_replacements_per_type_without_values(scrubbed):
     assert written["pii_replaced"] == {"CN_ID": 1, "EMAIL": 2, "PHONE": 2}
     assert written["documents_with_pii"] == 2
     dumped = json.dumps(written, ensure_ascii=False)
-    for value in ("138-1234-5678", "11010519491231002X", "zhangsan@163.com", "jane.doe@gmail.com", "555-0132"):
+    for value in ("138-1234-5678", "11010519491231002X", "zhangsan@163.com", "zhangsan%40163.com",
+                  "jane.doe@gmail.com", "555-0132"):
         assert value not in dumped

@@ -11,7 +11,8 @@ from conftest import ROOT
 from jobs import config
 from jobs.cli import main
 from jobs.pipeline import run_pipeline
-from jobs.report import RunFacts, render, write_report
+from jobs.report import EXCERPT_CHARS, RunFacts, render, rejected_samples, write_report
+from udfs.pii import PiiConfig
 
 SAMPLE = str(ROOT / "data" / "sample")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -96,3 +97,25 @@ def test_corpusmill_run_writes_the_report_and_prints_where(spark, tmp_path, caps
     out = capsys.readouterr().out
     assert f"corpusmill: report file:{tmp_path}/cli/report.html" in out
     assert "<svg" in (tmp_path / "cli" / "report.html").read_text()
+
+
+def test_rejected_samples_are_scrubbed_before_the_excerpt_is_cut(spark):
+    """Rows of stages before pii are raw on disk: what the report shows of them is scrubbed, the
+    whole text first (a card number cut in half at the excerpt's end would no longer be recognised),
+    and a document the scrubber cannot finish shows no text, only why."""
+    card = "4111 1111 1111 1111"
+    cut_through_card = "x" * (EXCERPT_CHARS - 8) + f" card {card} end"
+    rows = [("a", "too_short", "https://shop.example.net/?email=jane.doe%40gmail.com", f"mail jane.doe@gmail.com {card}"),
+            ("b", "too_long", "https://shop.example.net/b", cut_through_card),
+            ("c", "huge", "https://shop.example.net/c", "call (415) 555-0132 " * 60)]
+    rejected = spark.createDataFrame(rows, "id string, reject_rule string, url string, text string")
+    samples = {s["id"]: s for s in rejected_samples(rejected, PiiConfig(max_doc_chars=1000))}
+    assert samples["a"]["text"] == "mail <EMAIL> <CREDIT_CARD>"
+    assert samples["a"]["url"] == "https://shop.example.net/?email=<EMAIL>"
+    assert samples["b"]["text"] == "x" * (EXCERPT_CHARS - 8) + " card <C" and samples["b"]["chars"] == len(cut_through_card)
+    assert samples["c"]["text"] is None
+    assert samples["c"]["unshown"] == "DocumentTooLong: document longer than max_doc_chars=1000"
+    facts = RunFacts("file:/runs/r", {"filter": {"stage": "filter", "records_in": 3, "kept": 0}})
+    facts.samples = {"filter": list(samples.values())}
+    html = render(facts)
+    assert "unshown: DocumentTooLong" in html and "555-0132" not in html and "jane.doe" not in html

@@ -1,0 +1,53 @@
+"""Scrubbing a DataFrame's documents: what the pii stage writes, and all that the filter samples and
+the report show of documents from before it.
+
+Its own module (not ``jobs/pii.py``) because the report imports it, the CLI imports the report, and
+a stage's job module imports the CLI for its ``spark-submit`` entry.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from udfs.pii import scrubber_for
+
+# The columns the pii stage adds (replacing same-named input columns), in output order.
+PII_COUNTS = pa.map_(pa.string(), pa.int32())
+PII_FIELDS = pa.schema([("pii", PII_COUNTS), ("url_pii", PII_COUNTS), ("error", pa.string()), ("_outcome", pa.string())])
+
+
+def scrubbed(docs: DataFrame, settings) -> DataFrame:
+    """``docs`` with ``text`` and ``url`` (when there is one) scrubbed by ``settings`` (a PiiConfig),
+    and ``PII_FIELDS`` added: replacements per type in the text (``pii``) and in the URL (``url_pii``);
+    on a document that could not be scrubbed, ``error``, a null ``text`` and ``_outcome`` "error".
+    The pii stage writes this; the filter samples and the report show nothing else."""
+    docs = docs.drop(*[c for c in PII_FIELDS.names if c in docs.columns])
+    text_at = docs.columns.index("text")
+    url_at = docs.columns.index("url") if "url" in docs.columns else None
+    # The filter stage's language picks the NER pipeline, when NER is configured.
+    with_lang = "lang" in docs.columns and bool(settings.ner_models)
+
+    def scrub_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        scrubber = scrubber_for(settings)
+        for batch in batches:
+            texts = batch.column(text_at).to_pylist()
+            langs = batch.column("lang").to_pylist() if with_lang else [None] * len(texts)
+            urls = batch.column(url_at).to_pylist() if url_at is not None else [None] * len(texts)
+            done = [scrubber.scrub_or_error(text, lang, url) for text, lang, url in zip(texts, langs, urls)]
+            columns = list(batch.columns)
+            columns[text_at] = pa.array([d.text for d in done], type=pa.string())
+            if url_at is not None:
+                columns[url_at] = pa.array([d.url for d in done], type=pa.string())
+            added = [
+                pa.array([list(d.counts.items()) for d in done], type=PII_COUNTS),
+                pa.array([list(d.url_counts.items()) for d in done], type=PII_COUNTS),
+                pa.array([d.error for d in done], type=pa.string()),
+                pa.array(["kept" if d.error is None else "error" for d in done], type=pa.string()),
+            ]
+            yield pa.RecordBatch.from_arrays(columns + added, names=batch.schema.names + PII_FIELDS.names)
+
+    return docs.mapInArrow(scrub_batches, StructType(docs.schema.fields + from_arrow_schema(PII_FIELDS).fields))
