@@ -1,6 +1,7 @@
 """Hostile and broken WARC input on real files: a gzip bomb or an endless line costs bounded memory and
 ends as one error row, a file cut anywhere keeps the records before the cut and reports the cut one,
 and a file that is not what its name says is a corrupt_file. Issue 13, items 1-3."""
+import gzip
 import json
 import resource
 import subprocess
@@ -157,6 +158,28 @@ def test_uncompressed_file_cut_inside_a_record(tmp_path, where):
     cut = start + 30 if where == "header line" else (data.index(b"\r\n\r\n", start) + next_start) // 2
     path = tmp_path / "cut.warc"
     path.write_bytes(data[:cut])
+    assert_cut_reported(read(whole), read(path), start, index)
+
+
+@pytest.mark.parametrize("where", ["header line", "body"])
+def test_whole_file_gzip_cut_inside_a_record(tmp_path, where):
+    # One gzip member for the whole file: read through one decompressor, offsets are uncompressed.
+    plain = shared("warc/aut-issue-493.warc")
+    with open(plain, "rb") as fh:
+        records = ArchiveIterator(fh)
+        starts = [records.get_record_offset() for _ in records]
+    data = plain.read_bytes()
+    index = len(starts) * 2 // 3
+    start = starts[index]
+    inside = start + 30 if where == "header line" else (data.index(b"\r\n\r\n", start) + starts[index + 1]) // 2
+    whole = tmp_path / "whole.warc.gz"
+    whole.write_bytes(gzip.compress(data))
+    # The shortest cut of the compressed file that inflates to beyond ``inside``.
+    compressed = whole.read_bytes()
+    cut = next(c for c in range(1000, len(compressed), 16) if len(inflates_to(compressed[:c])) > inside)
+    assert len(inflates_to(compressed[:cut])) < starts[index + 1]
+    path = tmp_path / "cut.warc.gz"
+    path.write_bytes(compressed[:cut])
     assert_cut_reported(read(whole), read(path), start, index)
 
 

@@ -145,7 +145,7 @@ class _BoundedReader(DecompressingBufferedReader):
         if not line.endswith(b"\n"):
             if size == allowed < wanted:
                 raise DamagedArchive(f"header lines longer than max_header_bytes ({self.max_header_bytes})")
-            if self.input_ended and self.decompressor is None and line.strip():
+            if self.input_ended and line.strip():
                 raise DamagedArchive("file ends inside a header line")
         return line
 
@@ -184,7 +184,8 @@ class _BoundedArchiveIterator(ArchiveIterator):
         self.reader.header_bytes_left = self.reader.max_header_bytes
         record = super()._next_record(next_line)
         if record.length is None:
-            raise DamagedArchive("record without Content-Length")
+            raise DamagedArchive("file ends inside a record header" if self.reader.input_ended
+                                 else "record without Content-Length")
         if record.length > self.max_record_bytes:
             raise RecordTooLarge(f"record declares {record.length} bytes, above max_record_bytes "
                                  f"({self.max_record_bytes}); the rest of the file is not read")
@@ -206,6 +207,18 @@ class _BoundedArchiveIterator(ArchiveIterator):
             return
         self.offset = start
         raise DamagedArchive(problem)
+
+
+class _CheckedGzipFile(gzip.GzipFile):
+    """gzip.GzipFile for warcio at a cut-off end. ``read`` is ``read1``: GzipFile.read(n) drops the bytes
+    it had inflated when it meets the cut. And the cut raises DamagedArchive: warcio takes an EOFError
+    raised while it parses a record's headers for the end of the records, and would stop silently."""
+
+    def read(self, size=-1):
+        try:
+            return super().read1(size)
+        except EOFError:
+            raise DamagedArchive("file ends inside a gzip member") from None
 
 
 class _WholeFileGzip(Exception):
@@ -288,7 +301,7 @@ class WarcDocumentReader:
             # Whole-file gzip (not one member per record): stream it through one decompressor,
             # skipping the records already emitted before the reader gave up.
             skipped.clear()
-            with open_stream() as raw, gzip.GzipFile(fileobj=raw) as stream:
+            with open_stream() as raw, _CheckedGzipFile(fileobj=raw) as stream:
                 for index, row in enumerate(self._rows(source, stream, fmt, False, skipped)):
                     if index >= emitted:
                         yield row
