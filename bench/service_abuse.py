@@ -7,9 +7,10 @@ runs, one after the other: a zstd-compressed Arrow body of one ``--bomb-mb`` MB 
 malformed and an oversized ``Content-Length``, then 200 MB streamed after ``Content-Length: -1``;
 ``--slow`` connections dripping one header byte a second for ``--slow-seconds`` while a normal client
 keeps asking for scores (its answers, worst latency, and how many slow connections the service
-closed); 16 requests of 48 × 1 MB texts at once (bytes backpressure); ``--burst`` clients connecting
-at the same moment. For each: the answers, and the service's resident memory before the attack and
-its peak during it (VmHWM, reset before each attack).
+closed); a 60 MB JSON body of 20 million empty arrays (1.3 GB once parsed); 16 requests of 48 × 1 MB
+texts at once (bytes backpressure); ``--burst`` clients connecting at the same moment. For each: the
+answers, and the service's resident memory before the attack and its peak during it (VmHWM, reset
+before each attack).
 """
 from __future__ import annotations
 
@@ -91,6 +92,8 @@ def main(argv=None) -> int:
         attack(pid, "negative/malformed/oversized Content-Length", lengths)
         attack(pid, f"{args.slow} slow connections, {args.slow_seconds:g} s",
                lambda: slow_clients_and_a_normal_one(url, args.slow, args.slow_seconds))
+        attack(pid, "60 MB JSON of 20 M empty arrays", lambda: "HTTP {}".format(timed_post(
+            url, b'{"texts": [' + b"[]," * (20 << 20) + b"[]]}")[0]))
         attack(pid, "16 x 48 MB requests at once", lambda: "answers " + str(dict(collections.Counter(
             bodies_at_once(url, 16, big_body)))))
         attack(pid, f"{args.burst} clients connecting at once",
