@@ -81,3 +81,14 @@ def test_stats_count_replacements_per_type_without_values(scrubbed):
     for value in ("138-1234-5678", "11010519491231002X", "zhangsan@163.com", "zhangsan%40163.com",
                   "jane.doe@gmail.com", "555-0132"):
         assert value not in dumped
+
+
+def test_filter_fingerprint_covers_the_pii_settings_its_samples_are_scrubbed_with(spark):
+    """filter writes its samples scrubbed with the pii settings: changing them must rewrite the samples."""
+    from jobs.filter import FilterStage
+    from jobs.pipeline import stage_fingerprint
+
+    cfg = config.load()
+    other = config.load(overrides={"pii": {"placeholders": {"EMAIL": "[EMAIL]"}}})
+    assert "pii" in FilterStage.config_paths()
+    assert stage_fingerprint(FilterStage(spark, cfg), "up") != stage_fingerprint(FilterStage(spark, other), "up")
