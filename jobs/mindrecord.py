@@ -37,8 +37,8 @@ from pyspark.sql import functions as F
 
 from jobs.stage import Stage, Transformed
 from udfs.config import ConfigError
-from udfs.mindrecord import (DOCUMENT_SCHEMA, MISSING_SCORE, SEQUENCE_FIELDS, balance_plan, mindrecord_rows,
-                             s3_options_from_hadoop, sequence_schema, shard_name, upload_files)
+from udfs.mindrecord import (DOCUMENT_SCHEMA, MISSING_SCORE, SEQUENCE_FIELDS, balance_plan, check_reachable,
+                             mindrecord_rows, s3_options_from_hadoop, sequence_schema, shard_name, upload_files)
 
 SHARDS_SCHEMA = "shard int, file string, rows long, tokens long, _outcome string"
 
@@ -46,6 +46,10 @@ SHARDS_SCHEMA = "shard int, file string, rows long, tokens long, _outcome string
 def balanced(rows: DataFrame, buckets: int) -> DataFrame:
     """``rows`` with a ``shard`` column: the bucket, but for the rows ``balance_plan`` moves."""
     counts = {r["bucket"]: r["count"] for r in rows.groupBy("bucket").count().collect()}
+    strays = sorted(str(b) for b in counts if b is None or not 0 <= b < buckets)
+    if strays:
+        raise ConfigError(f"--input: bucket(s) {', '.join(strays)} are outside 0..{buckets - 1} (mix.buckets); "
+                          f"the input was bucketed with another bucket count")
     moves = balance_plan(counts, buckets)
     if not moves:
         return rows.withColumn("shard", F.col("bucket"))
@@ -110,6 +114,7 @@ class MindRecordStage(Stage):
         scratch = self.settings.scratch_dir
         schema, schema_name = out.facts["schema"], f"corpusmill_{out.facts['mode']}"
         s3_options = s3_options_from_hadoop(self.spark.sparkContext._jsc.hadoopConfiguration().get)
+        check_reachable(tmp_dir, s3_options)
 
         def write_shards(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from mindspore.mindrecord import FileWriter

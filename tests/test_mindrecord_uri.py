@@ -15,8 +15,9 @@ import pytest
 
 from conftest import ROOT
 from s3_server import s3_server, spark_s3_conf, storage_options
-from udfs.mindrecord import (balance_plan, download_shards, file_system, s3_options_from_hadoop, sequence_schema,
-                             shard_name, upload_files)
+from udfs.config import ConfigError
+from udfs.mindrecord import (balance_plan, check_reachable, download_shards, file_system, s3_options_from_hadoop,
+                             sequence_schema, shard_name, upload_files)
 
 SAMPLE = str(ROOT / "data" / "sample")
 SEQ_LEN = 8
@@ -64,6 +65,15 @@ def test_file_system_of_each_uri_form(tmp_path):
     for uri in ("s3://bkt/run/mindrecord", "s3a://bkt/run/mindrecord/"):
         fs, path = file_system(uri, {"region": "us-east-1"})
         assert fs.type_name == "s3" and path == "bkt/run/mindrecord"
+
+
+def test_an_output_pyarrow_cannot_open_is_a_one_line_error():
+    # No Hadoop here: libhdfs (or the JVM it loads) is missing, as on a node set up without it.
+    with pytest.raises(ConfigError, match=r"cannot open hdfs://namenode:8020/x .*CLASSPATH=\$\(hadoop classpath") as hdfs:
+        check_reachable("hdfs://namenode:8020/x")
+    assert "\n" not in str(hdfs.value)
+    with pytest.raises(ConfigError, match="Unrecognized filesystem type"):
+        check_reachable("wasb://container/x")
 
 
 def write_shards(folder, counts):
@@ -190,6 +200,12 @@ def test_a_shard_no_row_reaches_is_written_empty(spark, tmp_path):
     assert len(files) == 5
     assert ds.MindDataset(files, shuffle=False).get_dataset_size() == 3
     assert ds.MindDataset(files[3:], shuffle=False).get_dataset_size() == 0  # empty, yet a valid file
+
+    # Rows bucketed for another bucket count would make more shards than mix.buckets: refused.
+    too_few = config.build(PipelineConfig, {"mix": {"buckets": 1}, "mindrecord": {"mode": "documents"}})
+    spark.createDataFrame([("d9", "t", 3)], "id string, text string, bucket int").write.parquet(str(tmp_path / "b3"))
+    with pytest.raises(ConfigError, match=r"bucket\(s\) 3 are outside 0..0"):
+        run_pipeline(spark, too_few, [str(tmp_path / "b3")], ["mindrecord"], str(tmp_path), "r2", echo=lambda _: None)
 
 
 @pytest.mark.service  # a second Spark JVM, through the CLI, with the S3A connector

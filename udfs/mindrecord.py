@@ -138,6 +138,18 @@ def file_system(uri: str, s3_options: Optional[dict] = None) -> Tuple[pafs.FileS
     return pafs.FileSystem.from_uri(uri)
 
 
+def check_reachable(uri: str, s3_options: Optional[dict] = None) -> None:
+    """Fail on the driver, in one line, when pyarrow cannot open ``uri``'s file system, before any task
+    writes a shard (an HDFS node without libhdfs would otherwise fail every task the same way)."""
+    try:
+        file_system(uri, s3_options)
+    except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
+        reason = str(exc).strip().splitlines()[0]
+        raise ConfigError(f"--output: the mindrecord stage uploads its shards with pyarrow.fs, which cannot open "
+                          f"{uri} ({reason}); hdfs:// needs JAVA_HOME, libhdfs (ARROW_LIBHDFS_DIR) and "
+                          f"CLASSPATH=$(hadoop classpath --glob) on every node") from None
+
+
 def upload_files(local_files: Sequence[str], folder_uri: str, s3_options: Optional[dict] = None) -> None:
     """Copy local files into ``folder_uri`` under their own names; local copies get ``SHARD_MODE``."""
     fs, folder = file_system(folder_uri, s3_options)
@@ -183,6 +195,9 @@ def download_shards(stage_uri: str, cache_dir: str, s3_options: Optional[dict] =
         partial = f"{target}.part-{os.getpid()}"
         pafs.copy_files(f"{folder}/{name}", partial, source_filesystem=fs,
                         destination_filesystem=pafs.LocalFileSystem())
+        if os.path.getsize(partial) != files[name]:
+            os.remove(partial)
+            raise OSError(f"{stage_uri}/{name}: downloaded size differs from the size in {MARKER}")
         os.chmod(partial, SHARD_MODE)
         os.replace(partial, target)
     return [os.path.join(local, n) for n in names if n.endswith(".mindrecord")]
