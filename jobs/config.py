@@ -48,6 +48,14 @@ class SparkConfig:
 @dataclass(frozen=True)
 class IOConfig:
     parquet_compression: str = "zstd"
+    # Input files per chunk of a stage that can commit its progress chunk by chunk (WARC files for
+    # extract, Parquet files for pii and score); a killed run redoes only unfinished chunks.
+    # 0 = the whole input in one go.
+    chunk_files: int = 0
+
+    def validate(self, prefix: str) -> None:
+        if self.chunk_files < 0:
+            raise ConfigError(f"{prefix}.chunk_files: must be 0 (no chunks) or a positive file count")
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ def open_uri(uri: str):
 
 class ExtractStage(Stage):
     name = "extract"
+    chunked = True
     reason_columns = {"rejected": "reject_rule", "skipped": "reject_rule", "error": "error"}
 
     def __init__(self, spark, cfg, sample_fraction=None):

@@ -34,6 +34,7 @@ def replaced_per_type(docs: DataFrame, column: str) -> Dict[str, int]:
 
 class PiiStage(Stage):
     name = "pii"
+    chunked = True
     required_columns = ("text",)
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from jobs import registry
 from jobs.fs import HadoopFS
-from jobs.stage import STATS, Stage, finished_marker, is_complete, run_stage
+from jobs.stage import MARKER, STATS, Stage, finished_marker, is_complete, run_chunked_stage, run_stage
 from udfs.config import ConfigError
 
 
@@ -96,20 +96,38 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
             stats = fs.read_json(f"{stage_dir}/{STATS}")
             echo(f"{name:>10}: finished earlier with the same config, skipped ({stage_dir})")
         else:
-            if name == "extract":
-                docs, records_in = stage.load(source), None
+            def load(inputs):
+                docs = stage.load(inputs)
+                return sample_rows(docs, sample) if position == 0 and name != "extract" else docs
+
+            chunks = plan_chunks(fs, stage, source, cfg.io.chunk_files)
+            if chunks is not None:
+                stats = run_chunked_stage(stage, chunks, load, name != "extract", stage_dir, stage_fp, echo)
             else:
-                docs = stage.load(source)
-                if position == 0:
-                    docs = sample_rows(docs, sample)
-                records_in = docs.count()
-            stats = run_stage(stage, docs, stage_dir, stage_fp, records_in)
+                docs = load(source)
+                stats = run_stage(stage, docs, stage_dir, stage_fp, None if name == "extract" else docs.count())
             echo(summary_line(stats, stage_dir))
             if stats["kept"] == 0 and stats["records_in"] > 0 and position < len(stages) - 1:
                 echo(f"{name:>10}: kept nothing; the stages after it run on no documents")
         all_stats.append(stats)
         source, upstream = f"{stage_dir}/kept", stage_fp
     return all_stats
+
+
+def plan_chunks(fs: HadoopFS, stage: Stage, source, chunk_files: int) -> Optional[List[List[str]]]:
+    """The stage's input as groups of ``chunk_files`` files, or None when it is read whole: chunks
+    are off, the stage needs its whole input at once, or the input is a finished stage folder."""
+    if not stage.chunked or chunk_files == 0:
+        return None
+    if isinstance(source, str):
+        if fs.exists(f"{source}/{MARKER}"):
+            return None
+        names = [rel for rel in sorted(fs.list_files(source))
+                 if rel.endswith(".parquet") and not any(p.startswith(("_", ".")) for p in rel.split("/"))]
+        if any("/" in rel for rel in names):  # partition folders (bucket=3/): their column lives in the path
+            return None
+        source = [f"{source.rstrip('/')}/{rel}" for rel in names]
+    return [list(source[i:i + chunk_files]) for i in range(0, len(source), chunk_files)]
 
 
 def make_run_dir(fs: HadoopFS, run_dir: str) -> None:

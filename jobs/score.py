@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Iterator, Tuple
+from typing import Iterator, Optional, Tuple
 
 import pandas as pd
 from pyspark.sql import DataFrame
@@ -41,7 +41,9 @@ SCORE_UNAVAILABLE = "score_unavailable"
 
 class ScoreStage(Stage):
     name = "score"
+    chunked = True
     required_columns = ("text",)
+    _local_url: Optional[str] = None  # the loopback service this stage started, while it runs
 
     def artifact_fingerprint(self) -> str:
         """The model the stage starts its own service with: retraining it re-runs the stage."""
@@ -63,13 +65,17 @@ class ScoreStage(Stage):
         if not master.startswith("local"):
             raise ConfigError(f"score.service_url: required when executors run on other machines "
                               f"(master {master}); a loopback service on the driver is not reachable there")
-        return resources.enter_context(LocalService(settings.model or DEFAULT_MODEL_DIR, settings.device,
-                                                    settings.startup_timeout_s))
+        if self._local_url is None:  # one service for all chunks of a chunked run
+            self._local_url = resources.enter_context(LocalService(settings.model or DEFAULT_MODEL_DIR,
+                                                                   settings.device, settings.startup_timeout_s))
+            resources.callback(setattr, self, "_local_url", None)
+        return self._local_url
 
-    def load(self, path: str) -> DataFrame:
-        """A Parquet dataset; a finished score stage folder is read whole (kept, rejected, errors)."""
+    def load(self, path) -> DataFrame:
+        """A Parquet dataset (or a chunk of its files); a finished score stage folder is read whole
+        (kept, rejected, errors)."""
         fs = HadoopFS(self.spark)
-        if fs.exists(f"{path}/{MARKER}"):
+        if isinstance(path, str) and fs.exists(f"{path}/{MARKER}"):
             parts = [f"{path}/{folder}" for folder in OUTCOMES.values() if fs.exists(f"{path}/{folder}")]
             frames = [self.spark.read.parquet(p) for p in parts]
             docs = frames[0]

@@ -20,10 +20,12 @@ could.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import time
 import uuid
 from contextlib import ExitStack
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -37,6 +39,7 @@ OUTCOMES = {"kept": "kept", "rejected": "rejected", "error": "errors", "skipped"
 BOOKKEEPING_COLUMNS = ("_count", "reject_rule", "reject_value", "error")
 MARKER = "_COMPLETE.json"
 STATS = "_stats.json"
+CHUNKS = "_chunks"  # chunk markers of a stage run chunk by chunk
 
 
 class ConfigView:
@@ -77,6 +80,10 @@ class Stage:
     partition_columns: Tuple[str, ...] = ()
     # Column holding the reason on rows of each dropped outcome (counted into _stats.json).
     reason_columns: Dict[str, str] = {"rejected": "reject_rule", "error": "error"}
+    # True when each record's outcome depends on that record alone, so the input may be processed
+    # and committed chunk by chunk (``run_chunked_stage``). Stages that need the whole input at once
+    # (cut-offs over all documents, clustering, a sampling plan, buckets) leave it False.
+    chunked: bool = False
 
     def __init__(self, spark: SparkSession, cfg):
         self.spark = spark
@@ -92,9 +99,10 @@ class Stage:
         """This stage's own config section (``cfg.<name>``)."""
         return getattr(self.cfg, self.name)
 
-    def load(self, path: str) -> DataFrame:
-        """Read the stage's input: a Parquet dataset (a previous stage's kept/ or the user's)."""
-        docs = self.spark.read.parquet(path)
+    def load(self, path: Union[str, Sequence[str]]) -> DataFrame:
+        """Read the stage's input: a Parquet dataset (a previous stage's kept/ or the user's), or
+        a chunk of its files."""
+        docs = self.spark.read.parquet(*([path] if isinstance(path, str) else path))
         return docs.drop(*[c for c in BOOKKEEPING_COLUMNS if c in docs.columns])
 
     def check_input(self, docs: DataFrame) -> None:
@@ -172,11 +180,14 @@ def is_complete(fs: HadoopFS, stage_dir: str, fingerprint: str) -> bool:
     return marker is not None and marker.get("fingerprint") == fingerprint
 
 
-def remove_orphans(fs: HadoopFS, stage_dir: str) -> None:
-    """Delete the temporary folders earlier runs of this stage left behind when they were killed."""
-    prefix = f"{stage_dir.rstrip('/').rsplit('/', 1)[-1]}.tmp-"
-    for path in fs.list_dir(stage_dir.rstrip("/").rsplit("/", 1)[0]):
-        if path.rstrip("/").rsplit("/", 1)[-1].startswith(prefix):
+def remove_orphans(fs: HadoopFS, stage_dir: str, keep: Optional[str] = None) -> None:
+    """Delete the temporary and partial folders earlier runs of this stage left behind when they were
+    killed, except ``keep`` (the partial folder of the chunk plan being resumed)."""
+    parent, name = stage_dir.rstrip("/").rsplit("/", 1)
+    kept_name = keep.rstrip("/").rsplit("/", 1)[-1] if keep else None
+    for path in fs.list_dir(parent):
+        found = path.rstrip("/").rsplit("/", 1)[-1]
+        if found.startswith((f"{name}.tmp-", f"{name}.partial-")) and found != kept_name:
             fs.delete(path)
 
 
@@ -190,6 +201,23 @@ def commit(fs: HadoopFS, tmp_dir: str, stage_dir: str, fingerprint: str) -> None
     fs.rename(tmp_dir, stage_dir)
     fs.write_json(f"{stage_dir}/{MARKER}", {"fingerprint": fingerprint, "finished_at": time.time(),
                                             "files": fs.list_files(stage_dir)})
+
+
+def stage_stats(stage: Stage, fingerprint: str, counts: Dict[str, Dict[str, int]],
+                records_in: Optional[int], wall_s: float) -> dict:
+    records_out = sum(sum(reasons.values()) for reasons in counts.values())
+    stats = {
+        "stage": stage.name,
+        "fingerprint": fingerprint,
+        "records_in": records_out if records_in is None else records_in,
+        "kept": sum(counts.get("kept", {}).values()),
+        "rejected": counts.get("rejected", {}),
+        "errors": counts.get("error", {}),
+        "skipped": counts.get("skipped", {}),
+        "wall_s": round(wall_s, 3),
+    }
+    stats["reconciled"] = stats["records_in"] == records_out
+    return stats
 
 
 def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
@@ -208,19 +236,7 @@ def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
         resources.close()  # services and caches live for the one pass over the data, not the bookkeeping
         counts = stage.count_outcomes(tmp_dir, out.rows.schema)
         stage.finalize(tmp_dir, out.rows.schema)
-        wall = time.time() - started
-        records_out = sum(sum(reasons.values()) for reasons in counts.values())
-        stats = {
-            "stage": stage.name,
-            "fingerprint": fingerprint,
-            "records_in": records_out if records_in is None else records_in,
-            "kept": sum(counts.get("kept", {}).values()),
-            "rejected": counts.get("rejected", {}),
-            "errors": counts.get("error", {}),
-            "skipped": counts.get("skipped", {}),
-            "wall_s": round(wall, 3),
-        }
-        stats["reconciled"] = stats["records_in"] == records_out
+        stats = stage_stats(stage, fingerprint, counts, records_in, time.time() - started)
         stats.update(stage.extra_stats(tmp_dir, out.facts))
         fs.write_json(f"{tmp_dir}/{STATS}", stats)
         commit(fs, tmp_dir, stage_dir, fingerprint)
@@ -230,3 +246,101 @@ def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
         raise
     finally:
         resources.close()
+
+
+def _merge_counts(total: Dict[str, Dict[str, int]], counts: Dict[str, Dict[str, int]]) -> None:
+    for outcome, reasons in counts.items():
+        for reason, n in reasons.items():
+            total.setdefault(outcome, {})[reason] = total.get(outcome, {}).get(reason, 0) + n
+
+
+def write_chunk_marker(fs: HadoopFS, path: str, content: dict) -> None:
+    fs.write_json(path, content)
+
+
+def _finished_chunks(fs: HadoopFS, partial_dir: str) -> Dict[int, dict]:
+    """Chunk markers whose files are all there; every data file no marker covers is deleted (the
+    debris of a chunk that was killed while its files were being moved)."""
+    present = fs.list_files(partial_dir)
+    finished, covered = {}, set()
+    for rel in present:
+        if rel.startswith(f"{CHUNKS}/") and rel.endswith(".json"):
+            try:
+                marker = fs.read_json(f"{partial_dir}/{rel}")
+            except ValueError:  # cut short while being written: the chunk is not finished
+                continue
+            if all(present.get(name) == size for name, size in marker["files"].items()):
+                finished[int(rel[len(CHUNKS) + 1:-len(".json")])] = marker
+                covered.update(marker["files"])
+    for rel in present:
+        if not rel.startswith(f"{CHUNKS}/") and rel not in covered:
+            fs.delete(f"{partial_dir}/{rel}")
+    return finished
+
+
+def run_chunked_stage(stage: Stage, chunks: Sequence[Sequence[str]], load_chunk: Callable[[Sequence[str]], DataFrame],
+                      count_input: bool, stage_dir: str, fingerprint: str, echo=print) -> dict:
+    """Run a stage chunk by chunk; each chunk is committed on its own and a re-run skips it.
+
+    A chunk is written like a stage (into a temporary folder), its data files are moved into
+    ``<stage>.partial-<plan>/`` under names prefixed with the chunk number, and then its marker
+    (``_chunks/<n>.json``: the input files, the files written with their sizes, the counts) is
+    written last. When every chunk is there, the folder gets its stats and is committed like any stage.
+    """
+    fs = HadoopFS(stage.spark)
+    plan = hashlib.sha256(json.dumps([fingerprint, list(map(list, chunks))]).encode()).hexdigest()[:12]
+    partial_dir = f"{stage_dir}.partial-{plan}"
+    remove_orphans(fs, stage_dir, keep=partial_dir)
+    started = time.time()
+    stage.spark.sparkContext.setJobGroup(stage.name, f"corpusmill stage {stage.name}")
+    finished = _finished_chunks(fs, partial_dir)
+    if finished:
+        echo(f"{stage.name:>10}: resuming: {len(finished)} of {len(chunks)} chunks were committed earlier")
+    resources = ExitStack()
+    try:
+        for index, files in enumerate(chunks):
+            if index in finished:
+                continue
+            finished[index] = _run_chunk(stage, fs, load_chunk(files), count_input, partial_dir, index, resources)
+            finished[index]["inputs"] = list(files)
+            write_chunk_marker(fs, f"{partial_dir}/{CHUNKS}/{index:05d}.json", finished[index])
+            echo(f"{stage.name:>10}: chunk {index + 1}/{len(chunks)} committed ({len(files)} input files)")
+        resources.close()
+        counts: Dict[str, Dict[str, int]] = {}
+        for marker in finished.values():
+            _merge_counts(counts, marker["counts"])
+        records_in = sum(m["records_in"] for m in finished.values()) if count_input else None
+        stats = stage_stats(stage, fingerprint, counts, records_in, time.time() - started)
+        stats["chunks"] = len(chunks)
+        stats.update(stage.extra_stats(partial_dir, finished[len(chunks) - 1]["facts"] if chunks else {}))
+        fs.write_json(f"{partial_dir}/{STATS}", stats)
+        commit(fs, partial_dir, stage_dir, fingerprint)
+        return stats
+    finally:
+        resources.close()
+
+
+def _run_chunk(stage: Stage, fs: HadoopFS, docs: DataFrame, count_input: bool, partial_dir: str, index: int,
+               resources: ExitStack) -> dict:
+    """Write one chunk and move its data files into the partial folder; returns its marker content."""
+    tmp_dir = f"{partial_dir}/chunk-tmp-{index:05d}"
+    fs.delete(tmp_dir)
+    try:
+        records_in = docs.count() if count_input else None
+        stage.check_input(docs)
+        out = stage.transform(docs, resources)
+        stage.write(out, tmp_dir)
+        counts = stage.count_outcomes(tmp_dir, out.rows.schema)
+        stage.finalize(tmp_dir, out.rows.schema)
+        moved = {}
+        for rel, size in sorted(fs.list_files(tmp_dir).items()):
+            folder, _, name = rel.rpartition("/")
+            if name.startswith(("_", ".")):  # _SUCCESS and the like: not data
+                continue
+            target = f"{folder}/c{index:05d}-{name}" if folder else f"c{index:05d}-{name}"
+            fs.mkdirs(f"{partial_dir}/{folder}" if folder else partial_dir)
+            fs.rename(f"{tmp_dir}/{rel}", f"{partial_dir}/{target}")
+            moved[target] = size
+        return {"files": moved, "counts": counts, "records_in": records_in, "facts": out.facts}
+    finally:
+        fs.delete(tmp_dir)

@@ -1,0 +1,162 @@
+"""Progress within a stage: chunks committed one by one, a killed driver resumes at the first
+unfinished chunk, and the result is the same as an uninterrupted run."""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+from warcio.warcwriter import WARCWriter
+
+from conftest import ROOT
+from jobs import config
+from jobs.pipeline import run_pipeline
+
+pytestmark = pytest.mark.spark
+FILES = 40
+CHUNK_FILES = 4
+
+DRIVER_KILLED_AFTER_CHUNKS = '''
+import os, signal, sys
+
+from jobs import stage
+from jobs.cli import main
+
+stage_name, after = os.environ["KILL_AFTER_CHUNKS"].split(":")
+real_write_chunk_marker = stage.write_chunk_marker
+committed = []
+
+
+def write_chunk_marker(fs, path, content):
+    real_write_chunk_marker(fs, path, content)
+    if f"/{stage_name}.partial-" in path:
+        committed.append(path)
+        if len(committed) == int(after):
+            os.killpg(0, signal.SIGKILL)  # the driver and its JVM (kill -9 of a lost application master)
+
+
+stage.write_chunk_marker = write_chunk_marker
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+@pytest.fixture(scope="module")
+def warc_dir(tmp_path_factory) -> Path:
+    """The sample's records spread over 40 small WARC files."""
+    folder = tmp_path_factory.mktemp("warcs")
+    writers = []
+    for i in range(FILES):
+        stream = open(folder / f"part-{i:02d}.warc.gz", "wb")
+        writers.append((stream, WARCWriter(stream, gzip=True)))
+    n = 0
+    for source in sorted((ROOT / "data" / "sample").glob("*.warc.gz")):
+        with open(source, "rb") as stream:
+            for record in ArchiveIterator(stream):
+                writers[n % FILES][1].write_record(record)
+                n += 1
+    for stream, _ in writers:
+        stream.close()
+    assert n >= FILES
+    return folder
+
+
+@pytest.fixture(scope="module")
+def chunk_conf(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("conf") / "chunks.yaml"
+    path.write_text(f"include: {ROOT / 'conf' / 'local.yaml'}\nio:\n  chunk_files: {CHUNK_FILES}\n")
+    return path
+
+
+def fingerprint_of_output(spark, stage_dir: Path):
+    """Ids, row counts and a checksum of the text of every outcome folder."""
+    result = {}
+    for folder in ("kept", "rejected", "errors", "skipped"):
+        if (stage_dir / folder).exists():
+            rows = spark.read.parquet(str(stage_dir / folder)).select("id", "text").collect()
+            digest = hashlib.sha256()
+            for row in sorted(rows, key=lambda r: (r["id"], r["text"] or "")):
+                digest.update(f"{row['id']}\0{row['text'] or ''}\n".encode())
+            result[folder] = (len(rows), digest.hexdigest())
+    return result
+
+
+def run_killed(tmp_path: Path, conf: Path, inputs: Path, stages: str, kill_after: str) -> None:
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER_KILLED_AFTER_CHUNKS)
+    killed = subprocess.run(
+        [sys.executable, str(driver), "run", "--config", str(conf), "--input", str(inputs),
+         "--output", str(tmp_path), "--run", "r", "--stages", stages],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "KILL_AFTER_CHUNKS": kill_after},
+        start_new_session=True, capture_output=True, text=True, timeout=900)
+    assert killed.returncode == -9, killed.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(spark, warc_dir, chunk_conf, tmp_path_factory):
+    out = tmp_path_factory.mktemp("whole")
+    lines = []
+    stats = run_pipeline(spark, config.load(str(chunk_conf)), [str(warc_dir)], ["extract", "filter"],
+                         str(out), "r", echo=lines.append)
+    return out / "r", stats, lines
+
+
+def test_an_uninterrupted_chunked_run_commits_every_chunk_and_counts_reconcile(warc_dir, uninterrupted):
+    run_dir, stats, lines = uninterrupted
+    extract = stats[0]
+    assert extract["chunks"] == FILES // CHUNK_FILES and extract["reconciled"]
+    assert sum("extract: chunk" in line for line in lines) == FILES // CHUNK_FILES
+    marker = json.loads((run_dir / "extract" / "_COMPLETE.json").read_text())
+    chunk_markers = [json.loads((run_dir / "extract" / name).read_text())
+                     for name in sorted(marker["files"]) if name.startswith("_chunks/")]
+    assert [len(m["inputs"]) for m in chunk_markers] == [CHUNK_FILES] * (FILES // CHUNK_FILES)
+    read = sorted(Path(urlsplit(uri).path).name for m in chunk_markers for uri in m["inputs"])
+    assert read == sorted(p.name for p in warc_dir.glob("*.warc.gz"))
+    assert extract["kept"] > 30 and sum(m["counts"]["kept"]["-"] for m in chunk_markers if "kept" in m["counts"]) == extract["kept"]
+    assert not list(run_dir.glob("*.partial-*")) and not list(run_dir.glob("*.tmp-*"))
+
+
+def test_killed_extract_resumes_at_the_first_unfinished_chunk_with_the_same_output(
+        spark, warc_dir, chunk_conf, uninterrupted, tmp_path):
+    run_killed(tmp_path, chunk_conf, warc_dir, "extract", "extract:3")
+    run_dir = tmp_path / "r"
+    partial = list(run_dir.glob("extract.partial-*"))
+    assert len(partial) == 1 and len(list((partial[0] / "_chunks").glob("*.json"))) == 3
+    assert not (run_dir / "extract").exists()
+
+    lines = []
+    stats = run_pipeline(spark, config.load(str(chunk_conf)), [str(warc_dir)], ["extract"], str(tmp_path), "r",
+                         echo=lines.append)
+    assert "resuming: 3 of 10 chunks were committed earlier" in lines[0]
+    redone = [line for line in lines if "extract: chunk" in line]
+    assert len(redone) == 7  # 28 of the 40 files read again, not 40
+    assert stats[0]["reconciled"] and stats[0]["records_in"] == uninterrupted[1][0]["records_in"] > 80
+    assert stats[0]["kept"] == uninterrupted[1][0]["kept"] and stats[0]["skipped"] == uninterrupted[1][0]["skipped"]
+    assert fingerprint_of_output(spark, run_dir / "extract") == fingerprint_of_output(spark, uninterrupted[0] / "extract")
+    assert not list(run_dir.glob("*.partial-*"))
+
+
+def test_killed_pii_resumes_its_chunks_and_matches_an_uninterrupted_run(spark, uninterrupted, tmp_path):
+    docs = tmp_path / "docs"  # six Parquet files: three chunks of two
+    spark.read.parquet(str(uninterrupted[0] / "filter" / "kept")).repartition(6).write.parquet(str(docs))
+    conf = tmp_path / "two_file_chunks.yaml"
+    conf.write_text(f"include: {ROOT / 'conf' / 'local.yaml'}\nio:\n  chunk_files: 2\n")
+    cfg = config.load(str(conf))
+    whole = run_pipeline(spark, cfg, [str(docs)], ["pii"], str(tmp_path / "whole"), "r", echo=lambda _: None)[0]
+
+    run_killed(tmp_path, conf, docs, "pii", "pii:1")
+    run_dir = tmp_path / "r"
+    partial = list(run_dir.glob("pii.partial-*"))
+    assert len(partial) == 1 and len(list((partial[0] / "_chunks").glob("*.json"))) == 1
+    assert not (run_dir / "pii").exists()
+
+    lines = []
+    pii = run_pipeline(spark, cfg, [str(docs)], ["pii"], str(tmp_path), "r", echo=lines.append)[0]
+    assert "pii: resuming: 1 of 3 chunks were committed earlier" in lines[0]
+    assert sum("pii: chunk" in line for line in lines) == 2
+    assert pii["chunks"] == 3 and pii["reconciled"] and pii["records_in"] == whole["records_in"]
+    assert pii["kept"] == whole["kept"] and pii["pii_replaced"] == whole["pii_replaced"]
+    assert fingerprint_of_output(spark, run_dir / "pii") == fingerprint_of_output(spark, tmp_path / "whole" / "r" / "pii")
