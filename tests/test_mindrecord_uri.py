@@ -217,7 +217,7 @@ def test_whole_pipeline_to_s3_read_back_by_the_loader(tmp_path):
         conf.write_text(json.dumps({  # JSON is YAML
             "include": [str(ROOT / "conf" / "local.yaml")],
             "spark": {"master": "local[2]", "conf": {"spark.driver.memory": "2g", "spark.ui.enabled": "false",
-                                                     **spark_s3_conf(endpoint)}},
+                                                     "spark.sql.shuffle.partitions": "4", **spark_s3_conf(endpoint)}},
             "mix": {"buckets": buckets}}))
         result = subprocess.run([sys.executable, "-m", "jobs.cli", "run", "--config", str(conf), "--input", SAMPLE,
                                  "--output", "s3://corpus/runs", "--run", "r"],
