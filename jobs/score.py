@@ -2,8 +2,10 @@
 
     spark-submit jobs/score.py --input out/demo/dedup/kept --run demo
 
-A pandas UDF sends each Arrow batch of texts to the scoring service (``scoring_service/client.py``:
-keep-alive connection, timeouts, retries with backoff) and stores ``quality_score`` on every row.
+A pandas UDF hashes each Arrow batch of texts on the executor and sends the encoded batch to the
+scoring service (``scoring_service/client.py``: keep-alive connections, timeouts, retries moving to
+the next replica when ``service_url`` lists several, backoff), and stores ``quality_score`` on every
+row. With ``mode: local`` each Python worker loads the model once and scores in process instead.
 The threshold is applied afterwards: ``score >= threshold`` is kept, the rest rejected with
 ``reject_rule = "quality_score"`` and the score as ``reject_value``. Both outcomes keep the score,
 so a new threshold needs no new scores: run the stage again on its own output (``--input
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Tuple
 
 import pandas as pd
+from pyspark import TaskContext
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
@@ -30,9 +33,9 @@ from pyspark.sql.functions import pandas_udf
 from jobs.fs import HadoopFS
 from jobs.stage import BOOKKEEPING_COLUMNS, MARKER, OUTCOMES, Stage, Transformed
 from scoring_service.client import LocalService
-from scoring_service.artifacts import DEFAULT_MODEL_DIR
+from scoring_service.artifacts import read_info
 from udfs.config import ConfigError
-from udfs.score import score_texts, worker_client
+from udfs.score import score_texts, worker_client, worker_scorer
 
 SCORE = "quality_score"
 REJECT_RULE = "quality_score"
@@ -46,30 +49,31 @@ class ScoreStage(Stage):
     _local_url: Optional[str] = None  # the loopback service this stage started, while it runs
 
     def artifact_fingerprint(self) -> str:
-        """The model the stage starts its own service with: retraining it re-runs the stage."""
-        if self.settings.service_url:
+        """The model the stage starts its own service with (or loads, in local mode): retraining it
+        re-runs the stage."""
+        if self.settings.mode == "service" and self.settings.service_urls:
             return ""
-        model_dir = Path(self.settings.model or DEFAULT_MODEL_DIR)
+        model_dir = Path(self.settings.model_dir)
         digest = hashlib.sha256()
         for name in ("model.json", "model.mindir"):
             digest.update((model_dir / name).read_bytes())
         return digest.hexdigest()[:16]
 
-    def service_url(self, resources: ExitStack) -> str:
-        """The configured service, or one started on loopback with the configured/shipped model and
-        stopped when ``resources`` closes."""
+    def service_url(self, resources: ExitStack) -> Tuple[str, ...]:
+        """The configured service's replicas, or one service started on loopback with the
+        configured/shipped model and stopped when ``resources`` closes."""
         settings = self.settings
-        if settings.service_url:
-            return settings.service_url
+        if settings.service_urls:
+            return settings.service_urls
         master = self.spark.sparkContext.master
         if not master.startswith("local"):
             raise ConfigError(f"score.service_url: required when executors run on other machines "
                               f"(master {master}); a loopback service on the driver is not reachable there")
         if self._local_url is None:  # one service for all chunks of a chunked run
-            self._local_url = resources.enter_context(LocalService(settings.model or DEFAULT_MODEL_DIR,
-                                                                   settings.device, settings.startup_timeout_s))
+            self._local_url = resources.enter_context(LocalService(settings.model_dir, settings.device,
+                                                                   settings.startup_timeout_s))
             resources.callback(setattr, self, "_local_url", None)
-        return self._local_url
+        return (self._local_url,)
 
     def load(self, path) -> DataFrame:
         """A Parquet dataset (or a chunk of its files); a finished score stage folder is read whole
@@ -90,19 +94,25 @@ class ScoreStage(Stage):
         # Re-thresholding a scored dataset needs neither the model nor the service.
         to_score = not reuse or docs.where(F.col(SCORE).isNull()).limit(1).count() > 0
         threshold, model = settings.threshold, {}
-        if to_score or threshold is None:
-            url = self.service_url(resources)
+        local = settings.mode == "local"
+        if local:  # the model card on disk says what a service would
+            info = read_info(settings.model_dir)
+            model = {"name": info.name, "version": info.version, "threshold": info.threshold}
+        elif to_score or threshold is None:
+            urls = self.service_url(resources)
             if threshold is None:
-                model = settings.client(url).model_info()
-                threshold = float(model["threshold"])
+                model = settings.client(urls).model_info()
+        if threshold is None:
+            threshold = float(model["threshold"])
         if not to_score:
             scored = docs.withColumn(SCORE, F.col(SCORE).cast("float"))
         else:
             @pandas_udf("float")
             def quality_score(batches: Iterator[Tuple[pd.Series, pd.Series]]) -> Iterator[pd.Series]:
-                client = worker_client(url, settings)
+                scorer = (worker_scorer(settings) if local
+                          else worker_client(urls, settings, TaskContext.get().partitionId()))
                 for texts, previous in batches:
-                    yield score_texts(texts, previous if reuse else None, client, settings.on_failure)
+                    yield score_texts(texts, previous if reuse else None, scorer, settings.on_failure)
 
             previous = F.col(SCORE).cast("float") if reuse else F.lit(None).cast("float")
             scored = docs.withColumn(SCORE, quality_score(F.col("text"), previous))

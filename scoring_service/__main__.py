@@ -15,7 +15,8 @@ def _serve(args) -> int:
     from scoring_service.server import ServerConfig, resolve_token, serve
 
     config = ServerConfig(model_dir=args.model, host=args.host, port=args.port, backend=args.backend,
-                          device=args.device, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
+                          device=args.device, workers=args.workers,
+                          device_ids=tuple(args.device_id), max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
                           max_queue_texts=args.max_queue_texts, max_queue_bytes=args.max_queue_bytes,
                           max_request_texts=args.max_request_texts, max_request_bytes=args.max_request_bytes,
                           max_text_bytes=args.max_text_bytes, max_connections=args.max_connections,
@@ -69,7 +70,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind; non-loopback requires a token")
     serve.add_argument("--port", type=int, default=8808, help="port; 0 picks a free one (printed when ready)")
     serve.add_argument("--backend", default="mindspore")
-    serve.add_argument("--device", default="CPU", help="CPU, GPU or Ascend")
+    serve.add_argument("--device", default="CPU", choices=("CPU", "GPU", "Ascend"))
+    serve.add_argument("--device-id", default=[0], type=lambda v: [int(i) for i in v.split(",")],
+                       help="device id, or a comma-separated list: replica i runs on the (i mod n)-th (default 0)")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="model replicas, each in a process of its own behind one HTTP front (default 1: "
+                            "the model runs in the front's process)")
     serve.add_argument("--max-batch", type=int, default=512, help="texts merged into one forward pass")
     serve.add_argument("--max-wait-ms", type=float, default=5.0, help="wait for more texts to fill a batch")
     serve.add_argument("--max-queue-texts", type=int, default=16384, help="queued texts before 429")

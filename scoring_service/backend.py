@@ -16,7 +16,7 @@ from typing import Dict, Sequence, Type
 import numpy as np
 
 from scoring_service.artifacts import CHECKPOINT, MINDIR, ModelInfo, read_info
-from scoring_service.features import Encoded, FeatureHasher
+from scoring_service.features import Bags, Encoded, FeatureHasher
 
 # Upper bound of ids (padded batch × length) per forward pass: ~32 MB of float32 embeddings at dim 16.
 MAX_BATCH_TOKENS = 1 << 19
@@ -25,8 +25,8 @@ MAX_BATCH_TOKENS = 1 << 19
 class Backend:
     """Runs the network: ``predict(Encoded) -> float32 [B]``."""
 
-    def __init__(self, model_dir: str, info: ModelInfo, device: str):
-        self.model_dir, self.info, self.device = model_dir, info, device
+    def __init__(self, model_dir: str, info: ModelInfo, device: str, device_id: int = 0):
+        self.model_dir, self.info, self.device, self.device_id = model_dir, info, device, device_id
 
     def predict(self, batch: Encoded) -> np.ndarray:
         raise NotImplementedError
@@ -35,14 +35,17 @@ class Backend:
 class MindSporeBackend(Backend):
     """MindSpore graph mode; MindIR with dynamic shapes (one compiled graph for every batch shape)."""
 
-    def __init__(self, model_dir: str, info: ModelInfo, device: str = "CPU", fmt: str = "mindir"):
-        super().__init__(model_dir, info, device)
+    def __init__(self, model_dir: str, info: ModelInfo, device: str = "CPU", device_id: int = 0,
+                 fmt: str = "mindir"):
+        super().__init__(model_dir, info, device, device_id)
         import mindspore as ms
 
         from scoring_service.model import build_net, dynamic_inputs
 
         self._ms = ms
-        ms.set_context(mode=ms.GRAPH_MODE, device_target=device)
+        # set_context, not set_device: set_device refuses to run once a kernel ran in this process
+        # (a model trained or loaded before).
+        ms.set_context(mode=ms.GRAPH_MODE, device_target=device, device_id=device_id)
         mindir = os.path.join(model_dir, MINDIR)
         if fmt == "mindir" and os.path.exists(mindir):
             self.cell = ms.nn.GraphCell(ms.load(mindir))
@@ -76,20 +79,27 @@ class TextScorer:
         self.hasher = FeatureHasher(backend.info.hashing)
         self.max_batch_tokens = max_batch_tokens
 
+    @property
+    def loaded_from(self):
+        return getattr(self.backend, "loaded_from", None)
+
     @classmethod
-    def load(cls, model_dir: str, backend: str = "mindspore", device: str = "CPU", **kwargs) -> "TextScorer":
+    def load(cls, model_dir: str, backend: str = "mindspore", device: str = "CPU", device_id: int = 0,
+             **kwargs) -> "TextScorer":
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r} (available: {', '.join(BACKENDS)})")
-        return cls(BACKENDS[backend](model_dir, read_info(model_dir), device, **kwargs))
+        return cls(BACKENDS[backend](model_dir, read_info(model_dir), device, device_id, **kwargs))
 
     def score(self, texts: Sequence[str]) -> np.ndarray:
-        if not len(texts):
+        return self.score_bags(self.hasher.encode_bags(texts))
+
+    def score_bags(self, bags: Bags) -> np.ndarray:
+        """Scores of encoded texts (the service's batches, hashed by its clients or by ``score``)."""
+        if not bags.rows:
             return np.zeros(0, dtype=np.float32)
-        batch = self.hasher.encode(texts)
-        lengths = (batch.content > 0).sum(axis=1)
-        line_counts = (batch.lines > 0).sum(axis=1)
+        lengths, line_counts = bags.content_lengths(), bags.line_counts()
         order = np.argsort(lengths, kind="stable")
-        out = np.empty(len(texts), dtype=np.float32)
+        out = np.empty(bags.rows, dtype=np.float32)
         start = 0
         while start < len(order):
             # Grow the sub-batch while its padded size (rows × longest row) fits the budget.
@@ -97,9 +107,7 @@ class TextScorer:
             while stop < len(order) and (stop + 1 - start) * max(lengths[order[stop]], 1) <= self.max_batch_tokens:
                 stop += 1
             rows = order[start:stop]
-            part = Encoded(batch.content[rows, : max(int(lengths[rows].max()), 1)],
-                           batch.lines[rows, : max(int(line_counts[rows].max()), 1)], batch.layout[rows])
-            out[rows] = self.backend.predict(part)
+            out[rows] = self.backend.predict(bags.padded(rows))
             start = stop
         out[line_counts == 0] = 0.0  # no text (empty or whitespace only): no quality
         return out

@@ -1,8 +1,9 @@
 """Client of the scoring service, and the local service process the pipeline starts when none is given.
 
-``ScoringClient`` keeps one HTTP/1.1 connection open (keep-alive), sends texts as Arrow IPC
-streams, and retries connection failures, timeouts, 429 and 5xx with exponential backoff and jitter
-(honouring ``Retry-After``). When the retries are spent it raises ``ScoringUnavailable`` naming the
+``ScoringClient`` keeps one HTTP/1.1 connection per replica open (keep-alive), hashes texts itself and
+sends the encoded batches as Arrow IPC streams (or the texts, to a service without the encoded
+endpoint), and retries connection failures, timeouts, 429 and 5xx on the next replica, with
+exponential backoff and jitter (honouring ``Retry-After``) once every replica has failed. When the retries are spent it raises ``ScoringUnavailable`` naming the
 service, the attempts and the last error. A 4xx other than 429 is the caller's fault and is raised
 at once as ``ScoringRequestError``.
 
@@ -24,11 +25,13 @@ import sys
 import tempfile
 import threading
 import time
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
 import numpy as np
 import pyarrow as pa
+
+from scoring_service.features import Bags, FeatureHasher, HashingSpec
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RETRYABLE_STATUS = {429, 500, 502, 503, 504}
@@ -43,70 +46,107 @@ class ScoringRequestError(RuntimeError):
 
 
 class ScoringClient:
-    def __init__(self, url: str, timeout_s: float = 60.0, retries: int = 4, backoff_s: float = 0.5,
-                 backoff_max_s: float = 10.0, token: Optional[str] = None, batch_size: int = 256):
-        parts = urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"scoring service URL must be http://host:port, got {url!r}")
-        self.url = url.rstrip("/")
-        self.host, self.port = parts.hostname, parts.port or 80
+    """Scores texts on one service or spread over several replicas (``urls``).
+
+    Requests go to one replica (``prefer`` picks it, e.g. by partition id, so that a job's tasks
+    spread over the replicas) and stay there while it answers. A connection error, timeout, 429 or
+    5xx moves the request to the next replica at once; only when every replica has failed it in a
+    round does the client back off and start another round (``retries`` more rounds at most).
+    With ``encode`` (and a service that publishes its hashing spec), texts are hashed here and sent
+    to ``/v1/score/encoded``: the service only runs the network.
+    """
+
+    def __init__(self, urls: Union[str, Sequence[str]], timeout_s: float = 60.0, retries: int = 4,
+                 backoff_s: float = 0.5, backoff_max_s: float = 10.0, token: Optional[str] = None,
+                 batch_size: int = 256, encode: bool = True):
+        self.urls = [u.rstrip("/") for u in ([urls] if isinstance(urls, str) else urls)]
+        if not self.urls:
+            raise ValueError("scoring service: no URL given")
+        self._hosts = []
+        for url in self.urls:
+            parts = urlsplit(url)
+            if parts.scheme != "http" or not parts.hostname:
+                raise ValueError(f"scoring service URL must be http://host:port, got {url!r}")
+            self._hosts.append((parts.hostname, parts.port or 80))
         self.timeout_s, self.retries = timeout_s, retries
         self.backoff_s, self.backoff_max_s = backoff_s, backoff_max_s
-        self.token, self.batch_size = token, batch_size
-        self._conn: Optional[http.client.HTTPConnection] = None
-        self._text_chars: Optional[int] = None
+        self.token, self.batch_size, self.encode = token, batch_size, encode
+        self._conns: Dict[int, http.client.HTTPConnection] = {}
+        self._current = 0
+        self._info: Optional[dict] = None
+        self._hasher: Optional[FeatureHasher] = None
         self._request_texts = batch_size
+        self._request_bytes = 0
+
+    @property
+    def url(self) -> str:
+        """The replica requests go to now."""
+        return self.urls[self._current]
+
+    def prefer(self, key: int) -> None:
+        """Send to replica ``key mod len(urls)`` from now on (while it answers)."""
+        self._current = key % len(self.urls)
 
     # -- transport
 
-    def _connection(self) -> http.client.HTTPConnection:
-        if self._conn is None:
-            self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
-        return self._conn
+    def _connection(self, replica: int) -> http.client.HTTPConnection:
+        if replica not in self._conns:
+            self._conns[replica] = http.client.HTTPConnection(*self._hosts[replica], timeout=self.timeout_s)
+        return self._conns[replica]
+
+    def _drop(self, replica: int) -> None:
+        conn = self._conns.pop(replica, None)
+        if conn is not None:
+            conn.close()
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        for replica in list(self._conns):
+            self._drop(replica)
 
-    def _request_once(self, method: str, path: str, body: Optional[bytes], content_type: Optional[str]):
+    def _request_once(self, replica: int, method: str, path: str, body: Optional[bytes],
+                      content_type: Optional[str]):
         headers = {"Connection": "keep-alive"}
         if content_type:
             headers["Content-Type"] = content_type
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        conn = self._connection()
+        conn = self._connection(replica)
         try:
             conn.request(method, path, body=body, headers=headers)
             response = conn.getresponse()
             data = response.read()
         except (OSError, http.client.HTTPException):
-            self.close()  # a broken keep-alive connection is replaced on the next attempt
+            self._drop(replica)  # a broken keep-alive connection is replaced on the next attempt
             raise
         if response.getheader("Connection", "").lower() == "close":
-            self.close()
+            self._drop(replica)
         return response.status, response.getheader("Retry-After"), response.getheader("Content-Type", ""), data
 
     def request(self, method: str, path: str, body: Optional[bytes] = None,
                 content_type: Optional[str] = None) -> bytes:
         last_error = "no attempt made"
         for attempt in range(self.retries + 1):
-            try:
-                status, retry_after, _, data = self._request_once(method, path, body, content_type)
-            except (OSError, http.client.HTTPException) as exc:
-                last_error = f"{type(exc).__name__}: {exc}"
-                retry_after = None
-            else:
-                if status == 200:
-                    return data
-                message = _error_text(data)
-                if status not in RETRYABLE_STATUS:
-                    raise ScoringRequestError(f"scoring service {self.url}{path} answered {status}: {message}")
-                last_error = f"HTTP {status}: {message}"
+            retry_after = None
+            for _ in range(len(self.urls)):  # a round: each replica once, from the current one
+                replica = self._current
+                try:
+                    status, retry_after, _, data = self._request_once(replica, method, path, body, content_type)
+                except (OSError, http.client.HTTPException) as exc:
+                    last_error = f"{self.urls[replica]}: {type(exc).__name__}: {exc}"
+                else:
+                    if status == 200:
+                        return data
+                    message = _error_text(data)
+                    if status not in RETRYABLE_STATUS:
+                        raise ScoringRequestError(f"scoring service {self.urls[replica]}{path} answered "
+                                                  f"{status}: {message}")
+                    last_error = f"{self.urls[replica]}: HTTP {status}: {message}"
+                self._current = (replica + 1) % len(self.urls)
             if attempt < self.retries:
                 time.sleep(self._backoff(attempt, retry_after))
         attempts = self.retries + 1
-        raise ScoringUnavailable(f"scoring service {self.url} unavailable after {attempts} "
+        where = self.urls[0] if len(self.urls) == 1 else f"({len(self.urls)} replicas)"
+        raise ScoringUnavailable(f"scoring service {where} unavailable after {attempts} "
                                  f"attempt{'s' if attempts > 1 else ''} ({path}): {last_error}")
 
     def _backoff(self, attempt: int, retry_after: Optional[str]) -> float:
@@ -123,34 +163,71 @@ class ScoringClient:
     def model_info(self) -> dict:
         return json.loads(self.request("GET", "/v1/model"))
 
+    def _limits(self) -> dict:
+        if self._info is None:
+            info = self.model_info()
+            limits = info["limits"]
+            # Requests no larger than the service accepts; texts cut to what the model reads.
+            self._request_texts = min(self.batch_size, int(limits["max_request_texts"]),
+                                      int(limits["max_queue_texts"]))
+            self._request_bytes = int(limits["max_request_bytes"])
+            if self.encode and "hashing" in info:  # a service that takes encoded texts
+                self._hasher = FeatureHasher(HashingSpec.from_dict(info["hashing"]))
+            self._info = info
+        return self._info
+
     def score(self, texts: Sequence[str]) -> np.ndarray:
         """Scores of ``texts`` (float32), in requests of at most ``batch_size`` texts (and of at most
         what the service accepts)."""
-        if self._text_chars is None:
-            info = self.model_info()
-            # The model reads only a text's head: send no more than that (and never hit the size
-            # limit), in requests no larger than the service accepts.
-            self._text_chars = int(info["text_chars_used"])
-            limits = info["limits"]
-            self._request_texts = min(self.batch_size, int(limits["max_request_texts"]),
-                                      int(limits["max_queue_texts"]))
+        info = self._limits()
+        chars = int(info["text_chars_used"])
         out = np.empty(len(texts), dtype=np.float32)
         step = self._request_texts
         for start in range(0, len(texts), step):
-            part = [("" if t is None else t)[: self._text_chars] for t in texts[start:start + step]]
-            out[start:start + len(part)] = self._score_request(part)
+            part = [("" if t is None else t)[:chars] for t in texts[start:start + step]]
+            if self._hasher is not None:
+                out[start:start + len(part)] = self.score_bags(self._hasher.encode_bags(part))
+            else:
+                out[start:start + len(part)] = self._score_request(part)
         return out
+
+    def score_bags(self, bags: Bags) -> np.ndarray:
+        """Scores of encoded texts; a batch whose body would pass the service's size limit goes in halves."""
+        info = self._limits()
+        body = encoded_body(bags, info["hashing_digest"])
+        if len(body) > self._request_bytes and bags.rows > 1:
+            half = bags.rows // 2
+            return np.concatenate([self.score_bags(bags.take(0, half)), self.score_bags(bags.take(half, bags.rows))])
+        return self._scores_of(self.request("POST", "/v1/score/encoded", body, ARROW_STREAM), bags.rows)
 
     def _score_request(self, texts: List[str]) -> np.ndarray:
         table = pa.table({"text": pa.array(texts, type=pa.string())})
-        sink = io.BytesIO()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table)
-        data = self.request("POST", "/v1/score", sink.getvalue(), ARROW_STREAM)
+        return self._scores_of(self.request("POST", "/v1/score", _arrow_stream(table), ARROW_STREAM), len(texts))
+
+    def _scores_of(self, data: bytes, count: int) -> np.ndarray:
         scores = pa.ipc.open_stream(data).read_all().column("score").to_numpy()
-        if len(scores) != len(texts):
-            raise ScoringUnavailable(f"scoring service {self.url} returned {len(scores)} scores for {len(texts)} texts")
+        if len(scores) != count:
+            raise ScoringUnavailable(f"scoring service {self.url} returned {len(scores)} scores for {count} texts")
         return scores.astype(np.float32)
+
+
+def encoded_body(bags: Bags, hashing_digest: str) -> bytes:
+    """The Arrow body of ``/v1/score/encoded``: one list<int32> column per bag."""
+    def column(ids, offsets):
+        return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), pa.array(ids, type=pa.int32()))
+
+    width = bags.layout.shape[1]
+    table = pa.table({"content": column(bags.content, bags.content_offsets),
+                      "lines": column(bags.lines, bags.lines_offsets),
+                      "layout": column(bags.layout.reshape(-1), np.arange(0, width * (bags.rows + 1), width))})
+    return _arrow_stream(table.replace_schema_metadata({"hashing": hashing_digest}))
+
+
+def _arrow_stream(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
 
 
 def _error_text(data: bytes) -> str:

@@ -21,6 +21,8 @@ code points; there is no Python loop over n-grams, only one normalisation call p
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import asdict, dataclass
 from typing import List, NamedTuple, Sequence, Tuple
@@ -94,11 +96,72 @@ class HashingSpec:
     def to_dict(self) -> dict:
         return {**asdict(self), "char_ngrams": list(self.char_ngrams)}
 
+    @property
+    def digest(self) -> str:
+        """Names the spec: encoded texts carry it, so that a service never scores ids hashed another way."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+    @property
+    def max_content_ids(self) -> int:
+        """Most content ids one text can have: each n-gram order has at most one per character of the
+        normalised text (``max_chars`` and its two boundary marks)."""
+        return (len(self.char_ngrams) + self.word_ngrams) * (self.max_chars + 2)
+
+    @property
+    def max_line_ids(self) -> int:
+        """Most line ids one text can have: a line and a pair of lines per character at most."""
+        return 2 * (self.max_chars + 2)
+
 
 class Encoded(NamedTuple):
+    """A batch padded for the network: three ``int32`` matrices, 0 = padding."""
+
     content: np.ndarray
     lines: np.ndarray
     layout: np.ndarray
+
+
+class Bags(NamedTuple):
+    """A batch's bags unpadded (what travels between executors and the service): the ids of all
+    texts one after another and, per bag, the offset where each text's ids start (``batch + 1``
+    offsets), plus the ``[batch, LAYOUT_FEATURES]`` layout matrix."""
+
+    content: np.ndarray
+    content_offsets: np.ndarray
+    lines: np.ndarray
+    lines_offsets: np.ndarray
+    layout: np.ndarray
+
+    @property
+    def rows(self) -> int:
+        return len(self.layout)
+
+    def content_lengths(self) -> np.ndarray:
+        return np.diff(self.content_offsets)
+
+    def line_counts(self) -> np.ndarray:
+        return np.diff(self.lines_offsets)
+
+    def padded(self, rows: np.ndarray) -> Encoded:
+        """The network's input for ``rows`` (indices), each bag as wide as its longest row there."""
+        return Encoded(_pad_rows(self.content, self.content_offsets, rows),
+                       _pad_rows(self.lines, self.lines_offsets, rows), self.layout[rows])
+
+    def take(self, start: int, stop: int) -> "Bags":
+        """Rows ``start:stop``."""
+        c, l = self.content_offsets, self.lines_offsets
+        return Bags(self.content[c[start]:c[stop]], c[start:stop + 1] - c[start],
+                    self.lines[l[start]:l[stop]], l[start:stop + 1] - l[start], self.layout[start:stop])
+
+    @staticmethod
+    def concat(parts: Sequence["Bags"]) -> "Bags":
+        def joined_offsets(offsets):
+            shifts = np.cumsum([0] + [o[-1] for o in offsets[:-1]])
+            return np.concatenate([[0]] + [o[1:] + shift for o, shift in zip(offsets, shifts)]).astype(np.int64)
+
+        return Bags(np.concatenate([p.content for p in parts]), joined_offsets([p.content_offsets for p in parts]),
+                    np.concatenate([p.lines for p in parts]), joined_offsets([p.lines_offsets for p in parts]),
+                    np.concatenate([p.layout for p in parts]))
 
 
 def normalize(text: str, max_chars: int) -> str:
@@ -125,15 +188,21 @@ def _is_cjk(cp: np.ndarray) -> np.ndarray:
             | ((cp >= 0x20000) & (cp <= 0x3FFFF)))
 
 
-def _pad(docs: np.ndarray, ids: np.ndarray, batch: int) -> np.ndarray:
-    order = np.argsort(docs, kind="stable")
-    docs, ids = docs[order], ids[order]
-    counts = np.bincount(docs, minlength=batch)
-    width = max(int(counts.max()) if batch else 0, 1)
-    out = np.zeros((batch, width), dtype=np.int32)
-    offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    out[docs, np.arange(len(docs)) - offsets[docs]] = ids
+def _pad_rows(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    lengths = np.diff(offsets)[rows]
+    width = max(int(lengths.max()) if len(rows) else 0, 1)
+    out = np.zeros((len(rows), width), dtype=np.int32)
+    row_of = np.repeat(np.arange(len(rows)), lengths)
+    column = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    out[row_of, column] = ids[np.repeat(offsets[:-1][rows], lengths) + column]
     return out
+
+
+def _flat(docs: np.ndarray, ids: np.ndarray, batch: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Ids grouped by text (in their order within each text) and the offsets where each text starts."""
+    order = np.argsort(docs, kind="stable")
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(docs, minlength=batch)))).astype(np.int64)
+    return ids[order].astype(np.int32), offsets
 
 
 def _split(docs: np.ndarray, ids: np.ndarray, batch: int) -> List[np.ndarray]:
@@ -151,8 +220,12 @@ class FeatureHasher:
 
     def encode(self, texts: Sequence[str]) -> Encoded:
         """Padded matrices for a batch (what the network takes)."""
+        return self.encode_bags(texts).padded(np.arange(len(texts)))
+
+    def encode_bags(self, texts: Sequence[str]) -> Bags:
+        """The unpadded bags of a batch (what clients send the service)."""
         (c_doc, c_ids), (l_doc, l_ids), layout = self._features(texts)
-        return Encoded(_pad(c_doc, c_ids, len(texts)), _pad(l_doc, l_ids, len(texts)), layout)
+        return Bags(*_flat(c_doc, c_ids, len(texts)), *_flat(l_doc, l_ids, len(texts)), layout)
 
     def encode_ragged(self, texts: Sequence[str]) -> List[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """One ``(content, lines, layout)`` triple of unpadded arrays per text (for training)."""

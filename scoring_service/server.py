@@ -3,26 +3,40 @@
     python -m scoring_service serve --model scoring_service/models/default --port 8808
 
 Endpoints
-    POST /v1/score   texts in, scores out. Body either JSON ``{"texts": [...]}`` (answer JSON
-                     ``{"scores": [...], "model": ..., "version": ...}``) or an uncompressed Arrow IPC
-                     stream with a string column ``text`` (``Content-Type: application/vnd.apache.arrow.stream``;
-                     answer: an Arrow stream with a float32 column ``score``, model name and version
-                     in the schema metadata and the ``X-Model-Name``/``X-Model-Version`` headers).
-    GET  /v1/model   name, version, threshold, how many characters of a text the model reads, limits.
+    POST /v1/score   texts in, scores out (hashed here, one request at a time). Body either JSON
+                     ``{"texts": [...]}`` (answer JSON ``{"scores": [...], "model": ..., "version": ...}``)
+                     or an uncompressed Arrow IPC stream with a string column ``text``
+                     (``Content-Type: application/vnd.apache.arrow.stream``; answer: an Arrow stream
+                     with a float32 column ``score``, model name and version in the schema metadata
+                     and the ``X-Model-Name``/``X-Model-Version`` headers).
+    POST /v1/score/encoded   texts the client has hashed itself (``FeatureHasher.encode_bags`` with
+                     the spec from ``/v1/model``): an uncompressed Arrow stream with list<int32>
+                     columns ``content``, ``lines``, ``layout`` and schema metadata ``hashing`` = the
+                     spec's digest; answered like Arrow on ``/v1/score``. The service then only runs
+                     the network: this is how a cluster's executors keep an accelerator busy.
+    GET  /v1/model   name, version, threshold, how many characters of a text the model reads, the
+                     hashing spec and its digest, limits.
     GET  /healthz    the process is up.      GET /readyz   the model is loaded and not draining.
     GET  /metrics    Prometheus exposition (prometheus_client): requests by endpoint and code, texts,
                      batch sizes, latencies, queue depth, errors, rejections.
 
 Requests from concurrent connections are merged into micro-batches (up to ``max_batch`` texts, or
-whatever arrived within ``max_wait_ms`` of the first). Limits answer with clear 4xx: 413 for a body,
-a text count or a text over its limit, 400 for malformed bodies, 411 without ``Content-Length``,
-415 for other content types and for compressed Arrow streams, 401 without the token. Overload is
-answered, never queued without bound: 429 (with ``Retry-After``) when the pending texts or the bytes
-of the requests being handled are past their limits, 503 past the connection limit, while draining
-and when the model gives no answer within ``answer_timeout_s``. A request must arrive whole
-(headers and body) within ``request_timeout_s`` of its connection opening or of the previous answer,
-else the connection is closed: slow or idle clients cannot hold connections. SIGTERM stops
-accepting work, finishes what is queued, then exits.
+whatever arrived within ``max_wait_ms`` of the first). ``workers`` > 1 runs that many model
+replicas, each in a process of its own (``model_process.py``) on its own device id, behind this one
+HTTP front: one queue, one set of limits and one ``/metrics`` for the whole service, N batches in
+flight at once. (N uvicorn processes sharing the port would each have their own queue, limits and
+metrics, and a scrape of ``/metrics`` would see one of them.)
+
+Limits answer with clear 4xx: 413 for a body, a text count or a text over its limit (an encoded
+text: more ids than the model's hashing makes), 400 for malformed bodies (encoded: wrong column
+types, nulls, ids outside the embedding tables), 409 for texts encoded with another hashing spec,
+411 without ``Content-Length``, 415 for other content types and for compressed Arrow streams, 401
+without the token. Overload is answered, never queued without bound: 429 (with ``Retry-After``)
+when the pending texts or the bytes of the requests being handled are past their limits, 503 past
+the connection limit, while draining and when the model gives no answer within
+``answer_timeout_s``. A request must arrive whole (headers and body) within ``request_timeout_s``
+of its connection opening or of the previous answer, else the connection is closed: slow or idle
+clients cannot hold connections. SIGTERM stops accepting work, finishes what is queued, then exits.
 
 HTTP is uvicorn's (h11: header size limit, malformed framing such as a negative ``Content-Length``
 answered 400 before the app sees it, listen backlog); this module adds the request deadline, the
@@ -50,7 +64,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import h11
 import numpy as np
@@ -60,11 +74,18 @@ import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from scoring_service.artifacts import ModelInfo, read_info
 from scoring_service.backend import TextScorer
+from scoring_service.features import LAYOUT_FEATURES, LAYOUT_VOCAB, Bags, FeatureHasher, HashingSpec
+from scoring_service.model_process import ModelProcess, ReplicaGone
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 TOKEN_ENV = "CORPUSMILL_SCORE_TOKEN"
-ROUTES = ("/v1/score", "/healthz", "/readyz", "/metrics", "/v1/model")
+SCORE_TEXTS, SCORE_ENCODED = "/v1/score", "/v1/score/encoded"
+ROUTES = (SCORE_TEXTS, SCORE_ENCODED, "/healthz", "/readyz", "/metrics", "/v1/model")
+ENCODED_COLUMNS = ("content", "lines", "layout")
+HASHING_KEY = b"hashing"  # Arrow schema metadata of an encoded body: HashingSpec.digest
+DEVICES = ("CPU", "GPU", "Ascend")
 
 
 @dataclass(frozen=True)
@@ -73,7 +94,11 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8808  # 0 = any free port (reported on stdout when ready)
     backend: str = "mindspore"
-    device: str = "CPU"
+    device: str = "CPU"  # CPU, GPU or Ascend
+    # Model replicas, each in a process of its own behind this one HTTP front (1: the model runs in
+    # the front's process). Replica i runs on device_ids[i % len(device_ids)].
+    workers: int = 1
+    device_ids: Tuple[int, ...] = (0,)
     max_batch: int = 512  # texts merged into one forward pass
     max_wait_ms: float = 5.0  # how long the first text of a batch waits for company
     max_queue_texts: int = 16384  # pending texts beyond which requests get 429
@@ -97,6 +122,12 @@ class ServerConfig:
             found.append("max_queue_texts, max_request_texts and max_connections must be positive")
         if min(self.request_timeout_s, self.answer_timeout_s, self.drain_timeout_s) <= 0:
             found.append("request_timeout_s, answer_timeout_s and drain_timeout_s must be positive")
+        if self.workers < 1:
+            found.append(f"workers must be at least 1, got {self.workers}")
+        if self.device not in DEVICES:
+            found.append(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        if not self.device_ids or min(self.device_ids) < 0:
+            found.append(f"device ids must be non-negative, got {list(self.device_ids)}")
         return found
 
 
@@ -161,25 +192,32 @@ class Metrics:
 # ---------------------------------------------------------------- micro-batching
 
 class _Job:
-    __slots__ = ("texts", "done", "scores", "error", "notify")
+    __slots__ = ("bags", "done", "scores", "error", "notify")
 
-    def __init__(self, texts: List[str], notify: Optional[Callable[[], None]]):
-        self.texts, self.done, self.scores, self.error = texts, threading.Event(), None, None
+    def __init__(self, bags: Bags, notify: Optional[Callable[[], None]]):
+        self.bags, self.done, self.scores, self.error = bags, threading.Event(), None, None
         self.notify = notify
 
 
 class MicroBatcher:
-    """One inference thread; requests from many connections are merged into batches."""
+    """Requests from many connections merged into batches; one batching thread per model replica.
 
-    def __init__(self, scorer: TextScorer, config: ServerConfig, metrics: Metrics):
-        self.scorer, self.config, self.metrics = scorer, config, metrics
+    Every thread takes jobs from the one queue, so the limits and the batch sizes are those of the
+    whole service, and with N replicas N batches are scored at once. A thread whose replica died
+    stops; the others go on, and the service is not ready once none is left.
+    """
+
+    def __init__(self, replicas: Sequence, config: ServerConfig, metrics: Metrics):
+        self.config, self.metrics = config, metrics
         self._jobs: "queue.Queue[Optional[_Job]]" = queue.Queue()
         self._pending = 0
         metrics.queue_texts.set_function(lambda: self._pending)
         self._stopped = False
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="micro-batcher", daemon=True)
-        self._thread.start()
+        self._threads = [threading.Thread(target=self._run, args=(replica,), name=f"micro-batcher-{i}", daemon=True)
+                         for i, replica in enumerate(replicas)]
+        for thread in self._threads:
+            thread.start()
 
     @property
     def pending(self) -> int:
@@ -187,27 +225,27 @@ class MicroBatcher:
 
     @property
     def alive(self) -> bool:
-        return self._thread.is_alive()
+        return any(thread.is_alive() for thread in self._threads)
 
-    def submit(self, texts: List[str], notify: Optional[Callable[[], None]] = None) -> _Job:
-        """Queue ``texts``; ``notify`` (if given) is called from the batching thread once they are scored."""
+    def submit(self, bags: Bags, notify: Optional[Callable[[], None]] = None) -> _Job:
+        """Queue encoded texts; ``notify`` (if given) is called from a batching thread once they are scored."""
         with self._lock:
             if self._stopped:
                 raise RequestError(503, "shutting down", {"Retry-After": "1"})
-            if not self._thread.is_alive():
+            if not self.alive:
                 raise RequestError(503, "the batching thread is not running", {"Retry-After": "1"})
-            if self._pending + len(texts) > self.config.max_queue_texts:
+            if self._pending + bags.rows > self.config.max_queue_texts:
                 self.metrics.rejected_overload.inc()
                 raise RequestError(429, f"server busy: {self._pending} texts queued "
                                         f"(limit {self.config.max_queue_texts}); retry later",
                                    {"Retry-After": "1"})
-            self._pending += len(texts)
-            job = _Job(texts, notify)
+            self._pending += bags.rows
+            job = _Job(bags, notify)
             self._jobs.put(job)  # under the lock: never behind the stop signal
         return job
 
     def _collect(self, first: _Job) -> List[_Job]:
-        jobs, size = [first], len(first.texts)
+        jobs, size = [first], first.bags.rows
         deadline = time.monotonic() + self.config.max_wait_ms / 1000.0
         while size < self.config.max_batch:
             remaining = deadline - time.monotonic()
@@ -221,43 +259,50 @@ class MicroBatcher:
                 self._jobs.put(None)
                 break
             jobs.append(job)
-            size += len(job.texts)
+            size += job.bags.rows
         return jobs
 
-    def _run(self) -> None:
+    def _run(self, replica) -> None:
         while True:
             first = self._jobs.get()
             if first is None:
+                self._jobs.put(None)  # for the other threads
                 return
             jobs = self._collect(first)
-            texts = [t for job in jobs for t in job.texts]
+            rows = sum(job.bags.rows for job in jobs)
             started = time.perf_counter()
+            gone = False
             try:
-                scores = self.scorer.score(texts)
+                scores = replica.score_bags(Bags.concat([job.bags for job in jobs]))
             except Exception as exc:  # noqa: BLE001 — reported to every waiting request
                 self.metrics.errors.labels("inference").inc()
+                gone = isinstance(exc, ReplicaGone)
                 for job in jobs:
                     job.error = exc
             else:
                 offset = 0
                 for job in jobs:
-                    job.scores = scores[offset: offset + len(job.texts)]
-                    offset += len(job.texts)
-            self.metrics.batch_size.observe(len(texts))
+                    job.scores = scores[offset: offset + job.bags.rows]
+                    offset += job.bags.rows
+            self.metrics.batch_size.observe(rows)
             self.metrics.inference_seconds.observe(time.perf_counter() - started)
             with self._lock:
-                self._pending -= len(texts)
+                self._pending -= rows
             for job in jobs:
                 job.done.set()
                 if job.notify is not None:
                     job.notify()
+            if gone:
+                return
 
     def stop(self, timeout: float) -> None:
-        """Score everything already queued, then stop the thread."""
+        """Score everything already queued, then stop the threads."""
         with self._lock:
             self._stopped = True
             self._jobs.put(None)
-        self._thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 class ByteBudget:
@@ -305,8 +350,10 @@ def _arrow_batch_is_compressed(metadata: pa.Buffer) -> bool:
     return field(header, 3) != 0  # RecordBatch.compression
 
 
-def texts_from_arrow(body: bytes) -> pa.Array:
-    """The ``text`` column of an uncompressed Arrow IPC stream, checked before anything is decoded.
+def arrow_columns(body: bytes, wanted: Dict[str, Callable[[pa.DataType], bool]],
+                  shape: str) -> Tuple[pa.Schema, Dict[str, pa.ChunkedArray]]:
+    """The ``wanted`` columns (name → accepted type) of an uncompressed Arrow IPC stream, checked
+    before anything is decoded; ``shape`` says what the body must hold when they are missing.
 
     Compressed streams are refused: Arrow's reader allocates each buffer's declared uncompressed size
     before a caller can look, so a 33 KB zstd body can ask for gigabytes. Uncompressed, every buffer
@@ -315,11 +362,10 @@ def texts_from_arrow(body: bytes) -> pa.Array:
     try:
         messages = pa.ipc.MessageReader.open_stream(pa.py_buffer(body))
         schema = pa.ipc.read_schema(messages.read_next_message())
-        index = schema.get_field_index("text")
-        if index < 0 or not (pa.types.is_string(schema.field(index).type)
-                             or pa.types.is_large_string(schema.field(index).type)):
-            raise RequestError(400, "Arrow body needs a string column 'text'")
-        chunks = []
+        indices = {name: schema.get_field_index(name) for name in wanted}
+        if any(index < 0 or not wanted[name](schema.field(index).type) for name, index in indices.items()):
+            raise RequestError(400, f"Arrow body needs {shape}")
+        chunks: Dict[str, list] = {name: [] for name in wanted}
         for message in messages:
             if message.type != "record batch":
                 raise RequestError(400, f"unexpected Arrow IPC message: {message.type}")
@@ -327,10 +373,63 @@ def texts_from_arrow(body: bytes) -> pa.Array:
                 raise RequestError(415, "compressed Arrow IPC streams are not accepted; send it uncompressed")
             batch = pa.ipc.read_record_batch(message, schema)
             batch.validate(full=True)  # offsets within the body, valid UTF-8
-            chunks.append(batch.column(index))
-        return pa.chunked_array(chunks, schema.field(index).type)
+            for name, index in indices.items():
+                chunks[name].append(batch.column(index))
+        return schema, {name: pa.chunked_array(chunks[name], schema.field(indices[name]).type) for name in wanted}
     except (pa.ArrowInvalid, OSError, struct.error) as exc:
         raise RequestError(400, f"malformed Arrow stream: {exc}") from None
+
+
+def texts_from_arrow(body: bytes) -> pa.ChunkedArray:
+    """The ``text`` column of an Arrow body."""
+    def is_string(kind):
+        return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+    return arrow_columns(body, {"text": is_string}, "a string column 'text'")[1]["text"]
+
+
+def bags_from_arrow(body: bytes, config: ServerConfig, spec: HashingSpec) -> Bags:
+    """Encoded texts (``/v1/score/encoded``): list<int32> columns ``content``, ``lines`` and
+    ``layout``, hashed as the model hashes (schema metadata ``hashing`` = ``HashingSpec.digest``).
+
+    Each text's bags are no longer than the model's hashing can make them and every id lies within
+    its embedding table, so the forward pass never reads outside a table and a batch's padded size
+    stays bounded.
+    """
+    def is_int32_list(kind):
+        return pa.types.is_list(kind) and kind.value_type == pa.int32()
+
+    schema, columns = arrow_columns(body, dict.fromkeys(ENCODED_COLUMNS, is_int32_list),
+                                    "list<int32> columns " + ", ".join(repr(c) for c in ENCODED_COLUMNS))
+    given = (schema.metadata or {}).get(HASHING_KEY, b"").decode("latin-1")
+    if not given:
+        raise RequestError(400, f"Arrow schema metadata {HASHING_KEY.decode()!r} missing: the digest of the "
+                                "hashing spec the texts were encoded with (GET /v1/model)")
+    if given != spec.digest:
+        raise RequestError(409, f"texts encoded with hashing {given!r}, the model hashes with {spec.digest!r}: "
+                                "re-read GET /v1/model and encode again")
+    check_text_count(len(columns["layout"]), config)
+    parts = []
+    for name, most, vocab in (("content", spec.max_content_ids, spec.buckets),
+                              ("lines", spec.max_line_ids, LAYOUT_VOCAB),
+                              ("layout", LAYOUT_FEATURES, LAYOUT_VOCAB)):
+        column = columns[name].combine_chunks()
+        ids = column.flatten()
+        if column.null_count or ids.null_count:
+            raise RequestError(400, f"{name}: null rows or ids")
+        lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
+        wrong = np.flatnonzero(lengths != most) if name == "layout" else np.flatnonzero(lengths > most)
+        if len(wrong):
+            row = int(wrong[0])
+            raise RequestError(400 if name == "layout" else 413,
+                               f"{name}[{row}] has {lengths[row]} ids; the model's hashing gives "
+                               f"{'exactly' if name == 'layout' else 'at most'} {most}")
+        ids = ids.to_numpy()
+        if len(ids) and (ids.min() < 0 or ids.max() >= vocab):
+            raise RequestError(400, f"{name}: ids must lie in [0, {vocab}), got {ids.min()}..{ids.max()}")
+        parts.append((ids, np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))))
+    (content, content_offsets), (lines, lines_offsets), (layout, _) = parts
+    return Bags(content, content_offsets, lines, lines_offsets, layout.reshape(-1, LAYOUT_FEATURES))
 
 
 JSON_CONTAINERS = 64  # arrays and objects a JSON body may hold: {"texts": [...]} and some room
@@ -510,8 +609,8 @@ class ScoringApp:
 
     async def _route(self, request: "_Exchange", path: str) -> int:
         service, method = self.service, request.scope["method"]
-        if (method, path) == ("POST", "/v1/score"):
-            return await self._score(request)
+        if method == "POST" and path in (SCORE_TEXTS, SCORE_ENCODED):
+            return await self._score(request, encoded=path == SCORE_ENCODED)
         if method == "GET" and path == "/healthz":
             return await request.answer(200, b"ok\n", "text/plain")
         if method == "GET" and path == "/readyz":
@@ -527,12 +626,14 @@ class ScoringApp:
             raise RequestError(405, f"method {method} not allowed on {path}")
         raise RequestError(404, f"no such endpoint: {path}")
 
-    async def _score(self, request: "_Exchange") -> int:
+    async def _score(self, request: "_Exchange", encoded: bool) -> int:
         service, config = self.service, self.service.config
         if not service.ready:
             raise RequestError(503, "shutting down" if service.draining.is_set() else
                                "the batching thread is not running", {"Retry-After": "1"})
         content_type = (request.header("content-type") or "").split(";", 1)[0].strip().lower()
+        if encoded and content_type != ARROW_STREAM:
+            raise RequestError(415, f"{SCORE_ENCODED} takes {ARROW_STREAM} only, got {content_type!r}")
         length = request.header("content-length")
         if length is None:  # h11 has refused malformed and negative lengths with 400 already
             raise RequestError(411, "Content-Length required")
@@ -543,14 +644,13 @@ class ScoringApp:
         try:
             body = await request.read_body()
             loop = asyncio.get_running_loop()
-            texts = await loop.run_in_executor(None, decode_texts, body, content_type, config,
-                                               service.text_chars_used)
+            bags = await loop.run_in_executor(None, service.decode, body, content_type, encoded)
             del body
-            scores = await service.score(texts)
+            scores = await service.score(bags)
         finally:
             service.budget.release(size)
-        service.metrics.texts.inc(len(texts))
-        info = service.scorer.info
+        service.metrics.texts.inc(bags.rows)
+        info = service.info
         headers = {"X-Model-Name": info.name, "X-Model-Version": info.version}
         if content_type == ARROW_STREAM:
             table = pa.table({"score": pa.array(scores, type=pa.float32())}).replace_schema_metadata(
@@ -603,13 +703,21 @@ class _Exchange:
 
 
 class ScoringServer:
-    """The model, its micro-batcher, the byte budget and the uvicorn server on a bound socket."""
+    """The model replicas, their micro-batcher, the byte budget and the uvicorn server on a bound socket.
 
-    def __init__(self, config: ServerConfig, scorer: TextScorer):
-        self.config, self.scorer = config, scorer
-        self.text_chars_used = 2 * scorer.info.hashing.max_chars  # see features.normalize
+    A replica is anything with ``score_bags(Bags) -> scores``: the ``TextScorer`` itself, or a
+    ``ModelProcess`` running one.
+    """
+
+    def __init__(self, config: ServerConfig, info: ModelInfo, replicas: Sequence, loaded_from: Optional[str]):
+        self.config, self.info, self.loaded_from = config, info, loaded_from
+        self.text_chars_used = 2 * info.hashing.max_chars  # see features.normalize
+        # Texts sent to /v1/score are hashed here, one request at a time: the hasher caches powers
+        # as long as the longest batch, once, rather than once per thread.
+        self.hasher = FeatureHasher(info.hashing)
+        self._hashing = threading.Lock()
         self.metrics = Metrics()
-        self.batcher = MicroBatcher(scorer, config, self.metrics)
+        self.batcher = MicroBatcher(replicas, config, self.metrics)
         self.budget = ByteBudget(config.max_queue_bytes, self.metrics)
         self.draining = threading.Event()
         family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
@@ -637,8 +745,16 @@ class ScoringServer:
         # RFC 7235: the scheme is case-insensitive.
         return scheme.lower() == "bearer" and hmac.compare_digest(credentials.strip().encode(), token.encode())
 
-    async def score(self, texts: List[str]) -> np.ndarray:
-        if not texts:
+    def decode(self, body: bytes, content_type: str, encoded: bool) -> Bags:
+        """A request body as encoded texts, checked against the limits (runs off the event loop)."""
+        if encoded:
+            return bags_from_arrow(body, self.config, self.info.hashing)
+        texts = decode_texts(body, content_type, self.config, self.text_chars_used)
+        with self._hashing:
+            return self.hasher.encode_bags(texts)
+
+    async def score(self, bags: Bags) -> np.ndarray:
+        if not bags.rows:
             return np.zeros(0, dtype=np.float32)
         loop = asyncio.get_running_loop()
         answered = loop.create_future()
@@ -649,7 +765,7 @@ class ScoringServer:
             except RuntimeError:  # the loop is closed: nobody waits any more
                 pass
 
-        job = self.batcher.submit(texts, notify)
+        job = self.batcher.submit(bags, notify)
         try:
             await asyncio.wait_for(answered, self.config.answer_timeout_s)
         except asyncio.TimeoutError:
@@ -660,11 +776,13 @@ class ScoringServer:
         return job.scores
 
     def model_description(self) -> dict:
-        info, cfg = self.scorer.info, self.config
+        info, cfg = self.info, self.config
         return {"name": info.name, "version": info.version, "threshold": info.threshold,
                 "text_chars_used": self.text_chars_used,
-                "backend": cfg.backend, "device": cfg.device,
-                "loaded_from": getattr(self.scorer.backend, "loaded_from", None),
+                # what a client needs to encode texts for /v1/score/encoded itself
+                "hashing": info.hashing.to_dict(), "hashing_digest": info.hashing.digest,
+                "backend": cfg.backend, "device": cfg.device, "workers": cfg.workers,
+                "loaded_from": self.loaded_from,
                 "limits": {"max_request_texts": cfg.max_request_texts, "max_request_bytes": cfg.max_request_bytes,
                            "max_text_bytes": cfg.max_text_bytes, "max_batch": cfg.max_batch,
                            "max_wait_ms": cfg.max_wait_ms, "max_queue_texts": cfg.max_queue_texts,
@@ -708,9 +826,9 @@ def serve(config: ServerConfig, exit_with_parent: bool = False) -> int:
     if problems:
         return 2
     _allow_open_files(config.max_connections + 64)
-    scorer = TextScorer.load(config.model_dir, config.backend, config.device)
-    scorer.score(["warm-up text.", "a\nb"])  # compile the graph before declaring readiness
-    server = ScoringServer(config, scorer)
+    replicas = start_replicas(config)
+    loaded_from = getattr(replicas[0], "loaded_from", None)
+    server = ScoringServer(config, read_info(config.model_dir), replicas, loaded_from)
     http_thread = threading.Thread(target=server.run, name="http", daemon=True)
     http_thread.start()
     while not server.started and http_thread.is_alive():
@@ -721,12 +839,34 @@ def serve(config: ServerConfig, exit_with_parent: bool = False) -> int:
     signal.signal(signal.SIGINT, lambda *_: server.drain_and_stop())
     if exit_with_parent:
         _watch_parent(server)
-    print(json.dumps({"event": "ready", "url": server.url, "model": scorer.info.name,
-                      "version": scorer.info.version}), flush=True)
+    print(json.dumps({"event": "ready", "url": server.url, "model": server.info.name,
+                      "version": server.info.version, "workers": config.workers}), flush=True)
     while http_thread.is_alive():
         http_thread.join(0.2)  # a timed join lets the signal handlers run
     server.batcher.stop(config.drain_timeout_s)
+    for replica in replicas:
+        if isinstance(replica, ModelProcess):
+            replica.close()
     return 0
+
+
+def start_replicas(config: ServerConfig, startup_timeout_s: float = 300.0) -> list:
+    """One ``TextScorer`` in this process (``workers`` 1), else ``workers`` model processes, loaded
+    side by side; each is warmed up (graph compiled) before the service says it is ready."""
+    if config.workers == 1:
+        scorer = TextScorer.load(config.model_dir, config.backend, config.device, config.device_ids[0])
+        scorer.score(["warm-up text.", "a\nb"])
+        return [scorer]
+    replicas = [ModelProcess(config.model_dir, config.backend, config.device,
+                             config.device_ids[i % len(config.device_ids)]) for i in range(config.workers)]
+    try:
+        for replica in replicas:
+            replica.wait_ready(startup_timeout_s)
+    except RuntimeError:
+        for replica in replicas:
+            replica.close()
+        raise
+    return replicas
 
 
 def _allow_open_files(needed: int) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import shared
 from scoring_service import metrics
-from scoring_service.features import FeatureHasher, HashingSpec, normalize
+from scoring_service.features import Bags, FeatureHasher, HashingSpec, normalize
 from scoring_service.artifacts import CARD, CHECKPOINT, DEFAULT_MODEL_DIR, MINDIR, read_info
 from tools import quality_corpus
 
@@ -41,6 +41,19 @@ def test_features_do_not_depend_on_the_rest_of_the_batch(hasher):
         assert _bags(hasher.encode([text]), 0) == _bags(together, i)
     ragged = hasher.encode_ragged(texts)
     assert [sorted(r[0].tolist()) for r in ragged] == [_bags(together, i)[0] for i in range(len(texts))]
+
+
+def test_bags_pad_slice_and_join_to_what_encode_gives(hasher):
+    texts = ["Home | About | Contact", "", "It was a bright cold day in April.\nThe clocks were striking.",
+             "我们今天去了公园。\n天气很好！"]
+    bags = hasher.encode_bags(texts)
+    assert all(np.array_equal(a, b) for a, b in zip(bags.padded(np.arange(4)), hasher.encode(texts)))
+    assert all(np.array_equal(a, b) for a, b in zip(Bags.concat([bags.take(0, 1), bags.take(1, 4)]), bags))
+    assert all(np.array_equal(a, b) for a, b in zip(bags.take(2, 4).padded(np.array([1, 0])),
+                                                    hasher.encode(texts[:1:-1])))
+    longest = hasher.encode_bags(["a b" * 5000])  # more text than the model reads
+    assert longest.content_lengths()[0] <= HashingSpec().max_content_ids
+    assert longest.line_counts()[0] <= HashingSpec().max_line_ids
 
 
 def test_normalisation_maps_digits_cjk_punctuation_and_whitespace():
@@ -130,9 +143,10 @@ def test_requests_arriving_together_are_scored_in_one_forward_pass(shipped):
     from scoring_service.server import Metrics, MicroBatcher, ServerConfig
 
     metrics_ = Metrics()
-    batcher = MicroBatcher(shipped, ServerConfig(model_dir=DEFAULT_MODEL_DIR, max_wait_ms=2000, max_batch=64), metrics_)
+    batcher = MicroBatcher([shipped], ServerConfig(model_dir=DEFAULT_MODEL_DIR, max_wait_ms=2000, max_batch=64),
+                           metrics_)
     requests = [["First request, one text."], ["Second request.", "Two texts."], ["Third."]]
-    jobs = [batcher.submit(texts) for texts in requests]
+    jobs = [batcher.submit(shipped.hasher.encode_bags(texts)) for texts in requests]
     for job in jobs:
         assert job.done.wait(30)
     batcher.stop(5)
