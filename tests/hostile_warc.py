@@ -30,23 +30,35 @@ def gzip_member(prefix: bytes, fill_mib: int, fill: bytes = b"\0") -> bytes:
     return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff" + deflated + struct.pack("<II", crc, size & 0xFFFFFFFF)
 
 
-def response_head(content_length: int) -> bytes:
-    """A well-formed WARC response header and HTTP header; the body is the caller's."""
-    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+HTML_HTTP_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+
+
+def response_head(content_length: int, http_head: bytes = HTML_HTTP_HEAD) -> bytes:
+    """A well-formed WARC response header declaring ``content_length``, then ``http_head``."""
     return (b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\r\n"
             b"WARC-Target-URI: http://bomb.example/\r\nWARC-Date: 2024-01-01T00:00:00Z\r\n"
             b"Content-Type: application/http; msgtype=response\r\n"
-            b"Content-Length: %d\r\n\r\n" % content_length) + http
+            b"Content-Length: %d\r\n\r\n" % content_length) + http_head
 
 
-# name -> (how it is hostile, the outcome the reader must give: error reason at record offset 0)
+def chunked_gzip_response() -> bytes:
+    """A complete, honest record whose HTTP payload is one chunk of 1 MB that inflates to 1 GiB
+    (warcio inflates a chunk whole)."""
+    payload = gzip_member(b"", 1024)
+    http_head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\nContent-Encoding: gzip\r\n\r\n"
+    body = b"%x\r\n" % len(payload) + payload + b"\r\n0\r\n\r\n"
+    return gzip_member(response_head(len(http_head) + len(body), http_head) + body + b"\r\n\r\n", 0)
+
+
+# name -> (how it is hostile, the one row the reader must give at record offset 0: outcome and reason)
 HOSTILE = {
-    "zeros.warc.gz": ("1 GiB of zeros, gzipped (1 MB on disk): no line ends", "corrupt_file"),
-    "claims-1tb.warc.gz": ("a valid response declaring 1 TB, then 1 GiB of zeros", "oversized_record"),
-    "claims-less.warc.gz": ("a valid response declaring 100 MiB, then 1 GiB of zeros", "corrupt_file"),
-    "claims-more.warc.gz": ("a valid response declaring 999 MB, holding 512 MiB of zeros", "corrupt_file"),
-    "line.warc": ("a 200 MiB line without a newline, uncompressed", "corrupt_file"),
-    "line.warc.gz": ("a 200 MiB line without a newline, gzipped", "corrupt_file"),
+    "zeros.warc.gz": ("1 GiB of zeros, gzipped (1 MB on disk): no line ends", ("error", "corrupt_file")),
+    "claims-1tb.warc.gz": ("a valid response declaring 1 TB, then 1 GiB of zeros", ("error", "oversized_record")),
+    "claims-less.warc.gz": ("a valid response declaring 100 MiB, then 1 GiB of zeros", ("error", "corrupt_file")),
+    "claims-more.warc.gz": ("a valid response declaring 999 MB, holding 512 MiB of zeros", ("error", "corrupt_file")),
+    "line.warc": ("a 200 MiB line without a newline, uncompressed", ("error", "corrupt_file")),
+    "line.warc.gz": ("a 200 MiB line without a newline, gzipped", ("error", "corrupt_file")),
+    "chunked-gzip-payload.warc.gz": ("an HTTP payload of one gzip chunk inflating to 1 GiB", ("rejected", "oversized")),
 }
 
 
@@ -67,6 +79,8 @@ def write_hostile(folder: Path, name: str) -> Path:
                 out.write(b"x" * MiB)
     elif name == "line.warc.gz":
         path.write_bytes(gzip_member(b"", 200, b"x"))
+    elif name == "chunked-gzip-payload.warc.gz":
+        path.write_bytes(chunked_gzip_response())
     else:
         raise KeyError(name)
     return path
