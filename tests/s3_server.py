@@ -12,6 +12,7 @@ default names SDK v2 classes). A cluster uses the hadoop-aws of its own Hadoop i
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import subprocess
 import sys
@@ -26,7 +27,9 @@ from moto.server import ThreadedMotoServer
 KEY = "corpusmill-test"  # moto accepts any key pair
 JAR_CACHE = Path(os.environ.get("CORPUSMILL_JAR_CACHE") or Path.home() / ".cache" / "corpusmill" / "jars")
 JAR_SOURCE = "sagemaker-pyspark==1.4.5"
-JARS = ("hadoop-aws-3.3.1.jar", "aws-java-sdk-bundle-1.11.901.jar")
+# name -> sha256 of the jar as that sdist ships it
+JARS = {"hadoop-aws-3.3.1.jar": "6be50ad8a8b445d2802381b085b2a3ede5c29d353450a6a21f16b2fefa962b6e",
+        "aws-java-sdk-bundle-1.11.901.jar": "b87175b32a16544cc1b37cf40390eb375833e62bed67f8ce6cde4b7ad6429ead"}
 # hadoop-aws 3.3.1 reads these as plain numbers (ms or s) where Hadoop 3.5.0's defaults say "60s".
 S3A_NUMERIC_DEFAULTS = {
     "fs.s3a.connection.establish.timeout": "30000",
@@ -73,7 +76,10 @@ def s3a_jars() -> List[str]:
                 for member in archive.getmembers():
                     name = member.name.rsplit("/", 1)[-1]
                     if name in JARS:
-                        (JAR_CACHE / f"{name}.part").write_bytes(archive.extractfile(member).read())
+                        content = archive.extractfile(member).read()
+                        if hashlib.sha256(content).hexdigest() != JARS[name]:
+                            raise RuntimeError(f"{JAR_SOURCE}: {name} is not the jar these tests were checked with")
+                        (JAR_CACHE / f"{name}.part").write_bytes(content)
                         os.replace(JAR_CACHE / f"{name}.part", JAR_CACHE / name)
     return [str(p) for p in paths]
 
