@@ -4,16 +4,33 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
+from collections import defaultdict
+
+ROLES = ("driver", "jvm", "python_workers", "scoring_service")
+
+
+def role_of(proc, root_pid: int) -> str:
+    """Which part of a Spark run a process is: the driver (the command itself), the JVM, a Python
+    worker the JVM forked, or the scoring service the score stage starts."""
+    if proc.pid == root_pid:
+        return "driver"
+    command = " ".join(proc.cmdline())
+    if proc.name() == "java" or "/java " in command:
+        return "jvm"
+    if "scoring_service" in command:
+        return "scoring_service"
+    return "python_workers"
 
 
 def measure_tree(command, env=None, cwd=None) -> dict:
-    """Run ``command``; wall seconds, peak RSS and CPU seconds of its process tree, sampled every 0.2 s.
-    CPU per document is what a busy shared machine skews least."""
+    """Run ``command``; wall seconds, peak RSS (all together and per role) and CPU seconds of its
+    process tree, sampled every 0.2 s. CPU per document is what a busy shared machine skews least."""
     import psutil
 
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak, cpu = [0], {}
+    peak_by_role = dict.fromkeys(ROLES, 0)
 
     def sample():
         root = psutil.Process(process.pid)
@@ -22,15 +39,19 @@ def measure_tree(command, env=None, cwd=None) -> dict:
                 tree = [root] + root.children(recursive=True)
             except psutil.Error:
                 break
-            rss = 0
+            rss, by_role = 0, defaultdict(int)
             for proc in tree:
                 try:
-                    rss += proc.memory_info().rss
+                    used = proc.memory_info().rss
+                    by_role[role_of(proc, process.pid)] += used
+                    rss += used
                     times = proc.cpu_times()
                     cpu[proc.pid] = times.user + times.system
                 except psutil.Error:
                     pass
             peak[0] = max(peak[0], rss)
+            for role, used in by_role.items():
+                peak_by_role[role] = max(peak_by_role[role], used)
             time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -38,4 +59,5 @@ def measure_tree(command, env=None, cwd=None) -> dict:
     output, _ = process.communicate()
     sampler.join()
     return {"wall_s": round(time.perf_counter() - started, 2), "peak_rss_mb": round(peak[0] / 2 ** 20),
+            "peak_rss_mb_by_role": {role: round(used / 2 ** 20) for role, used in peak_by_role.items()},
             "tree_cpu_s": round(sum(cpu.values()), 1), "returncode": process.returncode, "output": output}
