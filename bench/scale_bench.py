@@ -189,6 +189,9 @@ def table(result: dict) -> str:
         peak = row["peak_rss_mb"]
         lines.append(f"| {row['stage']} | {row['records_in']:,} | {row['docs_per_s']} | {row['cpu_ms_per_doc']} | "
                      f"{peak['driver']} | {peak['jvm']} | {peak['python_workers']} | {peak['scoring_service'] or '-'} |")
+    dedup = next(row["dedup_rejected"] for row in result["stages"] if row["stage"] == "dedup")
+    lines += ["", f"dedup rejected {dedup} (planted: {result['planted']['exact_copies']:,} exact, "
+                  f"{result['planted']['near_copies']:,} near copies)"]
     return "\n".join(lines)
 
 
