@@ -138,3 +138,21 @@ def test_config_validation_names_the_key():
         build(DedupConfig, {"bands": 20, "rows": 8}, "dedup")
     with pytest.raises(ConfigError, match="dedup.threshold"):
         build(DedupConfig, {"threshold": 1.5}, "dedup")
+    with pytest.raises(ConfigError, match="dedup.against"):
+        build(DedupConfig, {"against": ["out/a", "out/a"]}, "dedup")
+
+
+def test_index_settings_resolve_the_banding_and_name_the_first_mismatch():
+    built = DedupConfig().index_settings()
+    assert (built["bands"], built["rows"], built["num_perm"], built["seed"]) == (18, 7, 128, 1)
+    assert DedupConfig().index_mismatch(built) is None
+    # Settings the keys do not depend on may differ: verification, survivor order, hot keys.
+    assert DedupConfig(verify="signature", hot_key_cap=10, survivor_order=["-q"]).index_mismatch(built) is None
+    # The threshold derives the banding: the band keys would differ.
+    assert DedupConfig(threshold=0.7).index_mismatch(built).startswith("bands=18 (this run: ")
+    assert DedupConfig(seed=2).index_mismatch(built) == "seed=1 (this run: 2)"
+    assert DedupConfig(fold_digits=True).index_mismatch(built) == "fold_digits=False (this run: True)"
+    # An exact-only index serves an exact-only run whatever its MinHash settings, never a fuzzy one.
+    exact_only = DedupConfig(fuzzy=False, num_perm=64).index_settings()
+    assert DedupConfig(fuzzy=False).index_mismatch(exact_only) is None
+    assert DedupConfig().index_mismatch(exact_only) == "fuzzy=False (this run: True)"

@@ -18,7 +18,7 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import xxhash
@@ -70,6 +70,10 @@ class DedupConfig:
     # Survivor rule: columns to order a cluster by (prefix "-" for descending, numeric columns);
     # the lowest id breaks ties, so [] keeps the lowest id.
     survivor_order: List[str] = field(default_factory=list)
+    # Earlier runs to deduplicate against (run folders, their dedup folders or dedup/_index/
+    # folders): a document duplicating one they kept is dropped. [] = this run on its own (per-crawl
+    # dedup). Indexes do not chain: list every earlier run, not just the latest.
+    against: List[str] = field(default_factory=list)
 
     def validate(self, prefix: str) -> None:
         def fail(key, why):
@@ -92,11 +96,35 @@ class DedupConfig:
         for column in self.survivor_order:
             if not column.lstrip("-"):
                 fail("survivor_order", "empty column name")
+        if any(not path.strip() for path in self.against) or len(set(self.against)) < len(self.against):
+            fail("against", "paths must be non-empty and listed once")
 
     def banding(self) -> Tuple[int, int]:
         if self.bands:
             return self.bands, self.rows
         return choose_bands(self.threshold, self.num_perm, self.fp_weight, self.fn_weight)
+
+    def index_settings(self) -> Dict[str, Any]:
+        """What a signature index's exact hashes and band keys depend on (bands and rows resolved)."""
+        bands, rows = self.banding()
+        settings = {key: getattr(self, key) for key in _NORMALISATION + _MINHASH if key not in ("bands", "rows")}
+        return {**settings, "bands": bands, "rows": rows}
+
+    def index_mismatch(self, built: Dict[str, Any]) -> Optional[str]:
+        """The first setting an index built with ``built`` disagrees with, as ``key=theirs (this run:
+        ours)``; None when its keys can be compared with this run's. Normalisation decides the exact
+        hash, so it must always agree; the MinHash settings only when this run is fuzzy."""
+        ours = self.index_settings()
+        keys = _NORMALISATION + (_MINHASH if self.fuzzy else ())
+        for key in keys:
+            if built.get(key) != ours[key]:
+                return f"{key}={built.get(key)!r} (this run: {ours[key]!r})"
+        return None
+
+
+# Settings that change the exact hash, and those that change signatures and band keys.
+_NORMALISATION = ("lowercase", "strip_punctuation", "fold_digits")
+_MINHASH = ("fuzzy", "word_ngram", "cjk_ngram", "cjk_char_ratio", "num_perm", "seed", "bands", "rows")
 
 
 # ---------------------------------------------------------------- normalisation
