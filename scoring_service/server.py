@@ -178,6 +178,8 @@ class Metrics:
         self.queue_texts = Gauge("scoring_queue_texts", "Texts submitted and not yet scored", registry=registry)
         self.queue_bytes = Gauge("scoring_queue_bytes", "Body bytes of the requests being read, decoded, "
                                  "queued or scored", registry=registry)
+        self.replica_batches = Counter("scoring_replica_batches", "Forward passes by model replica (serve "
+                                       "--workers)", ["replica"], registry=registry)
         self.batch_size = Histogram("scoring_batch_size", "Texts per forward pass", buckets=self.BATCH_BUCKETS,
                                     registry=registry)
         self.inference_seconds = Histogram("scoring_inference_seconds", "Seconds per forward pass",
@@ -214,8 +216,8 @@ class MicroBatcher:
         metrics.queue_texts.set_function(lambda: self._pending)
         self._stopped = False
         self._lock = threading.Lock()
-        self._threads = [threading.Thread(target=self._run, args=(replica,), name=f"micro-batcher-{i}", daemon=True)
-                         for i, replica in enumerate(replicas)]
+        self._threads = [threading.Thread(target=self._run, args=(replica, str(i)), name=f"micro-batcher-{i}",
+                                          daemon=True) for i, replica in enumerate(replicas)]
         for thread in self._threads:
             thread.start()
 
@@ -262,7 +264,7 @@ class MicroBatcher:
             size += job.bags.rows
         return jobs
 
-    def _run(self, replica) -> None:
+    def _run(self, replica, name: str) -> None:
         while True:
             first = self._jobs.get()
             if first is None:
@@ -285,6 +287,7 @@ class MicroBatcher:
                     job.scores = scores[offset: offset + job.bags.rows]
                     offset += job.bags.rows
             self.metrics.batch_size.observe(rows)
+            self.metrics.replica_batches.labels(name).inc()
             self.metrics.inference_seconds.observe(time.perf_counter() - started)
             with self._lock:
                 self._pending -= rows

@@ -31,8 +31,9 @@ from service_attacks import (SlowClients, address, bodies_at_once, connection_bu
 from jobs.config import PipelineConfig
 from jobs.score import ScoreStage
 from jobs.stage import run_stage
-from scoring_service.client import LocalService, ScoringClient, ScoringRequestError, ScoringUnavailable
-from scoring_service.artifacts import DEFAULT_MODEL_DIR
+from scoring_service.client import LocalService, ScoringClient, ScoringRequestError, ScoringUnavailable, encoded_body
+from scoring_service.artifacts import DEFAULT_MODEL_DIR, read_info
+from scoring_service.features import FeatureHasher, HashingSpec
 from udfs.config import build
 
 pytestmark = pytest.mark.service  # the scoring service as a subprocess
@@ -107,6 +108,33 @@ def arrow_table_body(table):
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue()
+
+
+SPEC = read_info(DEFAULT_MODEL_DIR).hashing
+
+
+def encoded_table(texts):
+    """The columns of a valid /v1/score/encoded body for ``texts``, as Python lists (easy to spoil)."""
+    bags = FeatureHasher(SPEC).encode_bags(texts)
+    body = encoded_body(bags, SPEC.digest)
+    return pa.ipc.open_stream(body).read_all().to_pydict()
+
+
+def encoded_arrow(columns, digest=SPEC.digest, kind=pa.int32(), compression=None):
+    table = pa.table({name: pa.array(values, type=pa.list_(kind)) for name, values in columns.items()})
+    if digest is not None:
+        table = table.replace_schema_metadata({"hashing": digest})
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression=compression)) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
+
+
+def spoiled(**changes):
+    columns = encoded_table(["A sentence of prose.", "Home | About"])
+    for name, change in changes.items():
+        columns[name] = change(columns[name])
+    return columns
 
 
 # ---------------------------------------------------------------- HTTP API
@@ -385,6 +413,16 @@ def test_score_settings_are_validated():
         build(PipelineConfig, {"score": {"model": "/nonexistent/model"}})
     with pytest.raises(ConfigError, match="score.service_url"):
         build(PipelineConfig, {"score": {"service_url": "127.0.0.1:8808"}})
+    with pytest.raises(ConfigError, match="score.service_url: must be http://host:port, got 'h:1'"):
+        build(PipelineConfig, {"score": {"service_url": ["http://a:1", "h:1"]}})
+    with pytest.raises(ConfigError, match="score.service_url: must be a URL or a non-empty list of URLs"):
+        build(PipelineConfig, {"score": {"service_url": []}})
+    with pytest.raises(ConfigError, match="score.mode: must be one of service, local"):
+        build(PipelineConfig, {"score": {"mode": "remote"}})
+    with pytest.raises(ConfigError, match="score.device: must be one of CPU, GPU, Ascend"):
+        build(PipelineConfig, {"score": {"device": "TPU"}})
+    urls = build(PipelineConfig, {"score": {"service_url": ["http://a:1", "http://b:2"]}}).score
+    assert urls.service_urls == ("http://a:1", "http://b:2") and hash(urls)  # hashable: one client per worker
 
 
 def test_batch_policy_keeps_known_scores_and_applies_the_failure_policy():
@@ -459,10 +497,10 @@ class RecordingScoreStage(ScoreStage):
         self.fail_write, self.started = fail_write, []
 
     def service_url(self, resources):
-        url = super().service_url(resources)
-        self.started.append(url)
-        assert get(url, "/readyz")[0] == 200
-        return url
+        urls = super().service_url(resources)
+        self.started += urls
+        assert all(get(url, "/readyz")[0] == 200 for url in urls)
+        return urls
 
     def write(self, out, tmp_dir):
         if self.fail_write:
@@ -549,3 +587,113 @@ def test_service_killed_mid_stage_under_null_policy_writes_nulls_then_rescoring_
     scored_before = before["kept"]._append(before["rejected"]).set_index("id").quality_score
     scored_after = after["kept"]._append(after["rejected"]).set_index("id").quality_score
     assert np.array_equal(scored_after[scored_before.index].to_numpy(), scored_before.to_numpy())
+
+
+ARROW = "application/vnd.apache.arrow.stream"
+
+
+def test_the_encoded_endpoint_gives_the_same_scores_as_the_text_endpoint(service):
+    texts = corpus_texts(40) + ["", "   \n ", "我们今天去了公园。\n天气很好！", "x" * 50000]
+    from_texts = ScoringClient(service, encode=False).score(texts)
+    from_encoded = ScoringClient(service).score(texts)  # hashed here, sent to /v1/score/encoded
+    assert np.array_equal(from_encoded, from_texts)
+    status, data, response = post(service, "/v1/score/encoded", encoded_arrow(encoded_table(texts[:3])), ARROW)
+    table = pa.ipc.open_stream(data).read_all()
+    assert status == 200 and np.array_equal(table.column("score").to_numpy(), from_texts[:3])
+    assert table.schema.metadata[b"model"].decode() == response.getheader("X-Model-Name")
+    model = json.loads(get(service, "/v1/model")[1])
+    assert model["hashing_digest"] == SPEC.digest and HashingSpec.from_dict(model["hashing"]) == SPEC
+
+
+@pytest.mark.parametrize("body, content_type, status, message", [
+    (encoded_arrow(spoiled(content=lambda rows: [rows[0] + [SPEC.buckets], rows[1]])), ARROW, 400,
+     f"content: ids must lie in [0, {SPEC.buckets})"),
+    (encoded_arrow(spoiled(lines=lambda rows: [[-1], rows[1]])), ARROW, 400, "lines: ids must lie in"),
+    (encoded_arrow(spoiled(), kind=pa.int64()), ARROW, 400, "list<int32> columns"),
+    (encoded_arrow({k: v for k, v in spoiled().items() if k != "layout"}), ARROW, 400, "list<int32> columns"),
+    (encoded_arrow(spoiled(content=lambda rows: [None, rows[1]])), ARROW, 400, "null rows or ids"),
+    (encoded_arrow(spoiled(lines=lambda rows: [[None], rows[1]])), ARROW, 400, "null rows or ids"),
+    (encoded_arrow(spoiled(layout=lambda rows: [rows[0][:-1], rows[1]])), ARROW, 400, "ids; the model's hashing "
+     "gives exactly 9"),
+    (encoded_arrow(spoiled(content=lambda rows: [[1] * (SPEC.max_content_ids + 1), rows[1]])), ARROW, 413,
+     f"content[0] has {SPEC.max_content_ids + 1} ids"),
+    (encoded_arrow(spoiled(), digest=None), ARROW, 400, "metadata 'hashing' missing"),
+    (encoded_arrow(spoiled(), digest="0123456789abcdef"), ARROW, 409, "the model hashes with"),
+    (encoded_arrow(encoded_table(["t"] * 65)), ARROW, 413, "exceed the limit of 64"),
+    (encoded_arrow(spoiled(), compression="zstd"), ARROW, 415, "compressed Arrow"),
+    (encoded_arrow(spoiled())[:-30], ARROW, 400, "malformed Arrow"),
+    (json.dumps({"texts": ["a"]}), "application/json", 415, "takes application/vnd.apache.arrow.stream only"),
+], ids=["id-past-table", "negative-id", "int64", "no-layout", "null-row", "null-id", "layout-width", "long-row",
+        "no-digest", "other-hashing", "rows", "zstd", "cut", "json"])
+def test_malformed_encoded_requests_get_clear_4xx(service, body, content_type, status, message):
+    got, data, _ = post(service, "/v1/score/encoded", body, content_type)
+    assert got == status and message in json.loads(data)["error"], data
+    assert post(service, "/v1/score/encoded", encoded_arrow(spoiled()), ARROW)[0] == 200
+
+
+def test_a_list_of_urls_with_a_dead_replica_still_scores_everything(spark, service, tmp_path):
+    texts = corpus_texts(48)
+    expected = ScoringClient(service).score(texts)
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    client = ScoringClient([dead, service], backoff_s=0.01)
+    assert np.array_equal(client.score(texts), expected) and client.url == service  # moved on, and stays
+    # In Spark: tasks start on replica (partition id mod 2), so half of them start on the dead one.
+    cfg = score_config(service_url=[dead, service], batch_size=8, backoff_s=0.01)
+    stage_dir = str(tmp_path / "score")
+    stats = run_stage(ScoreStage(spark, cfg), docs_frame(spark, texts, partitions=4), stage_dir, "fp", len(texts))
+    assert stats["reconciled"] and not stats["errors"]
+    out = read_outcomes(spark, stage_dir)
+    scored = out["kept"]._append(out["rejected"]).sort_values("id").quality_score.to_numpy()
+    assert np.abs(scored - expected).max() < 1e-5  # other batch compositions: float rounding only
+    with pytest.raises(ScoringUnavailable, match=r"\(2 replicas\) unavailable after 2 attempts"):
+        ScoringClient([dead, dead], retries=1, backoff_s=0.01).score(["x"])
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def replica_pids(pid):
+    """The model processes a service spawned (not multiprocessing's resource tracker)."""
+    children = open(f"/proc/{pid}/task/{pid}/children").read().split()
+    return [int(c) for c in children if b"spawn_main" in open(f"/proc/{c}/cmdline", "rb").read()]
+
+
+def test_two_workers_serve_behind_one_front_and_metrics_count_for_both():
+    service = LocalService(DEFAULT_MODEL_DIR, extra_args=["--workers", "2", "--max-wait-ms", "1"])
+    url = service.start()
+    try:
+        replicas = replica_pids(service.process.pid)
+        model = json.loads(get(url, "/v1/model")[1])
+        assert len(replicas) == 2 and model["workers"] == 2 and model["loaded_from"] == "model.mindir"
+        texts = corpus_texts(160)
+        alone = ScoringClient(url, batch_size=8).score(texts)
+        with ThreadPoolExecutor(4) as pool:
+            parts = list(pool.map(lambda i: ScoringClient(url, batch_size=8).score(texts[i::4]), range(4)))
+        together = np.empty(len(texts), dtype=np.float32)
+        for i, scores in enumerate(parts):
+            together[i::4] = scores
+        assert np.abs(together - alone).max() < 1e-5  # other batch compositions, same scores
+        samples = metric_samples(url)  # one /metrics for the whole service
+        assert samples[("scoring_texts_total", ())] == samples[("scoring_batch_size_sum", ())] == 2 * len(texts)
+        passes = [samples[("scoring_replica_batches_total", (("replica", str(i)),))] for i in range(2)]
+        assert min(passes) > 0 and sum(passes) == samples[("scoring_batch_size_count", ())]
+    finally:
+        service.stop()
+    assert not [pid for pid in replicas if os.path.exists(f"/proc/{pid}")]  # stopped with the front
+
+
+def test_local_mode_scores_in_the_python_workers_as_the_service_does(spark, service, tmp_path):
+    texts = corpus_texts(60)
+    expected = ScoringClient(service).score(texts)
+    stage = RecordingScoreStage(spark, score_config(mode="local"))
+    stage_dir = str(tmp_path / "score")
+    stats = run_stage(stage, docs_frame(spark, texts), stage_dir, "fp", len(texts))
+    assert stage.started == []  # no service: each Python worker loaded the model itself
+    assert stats["reconciled"] and not stats["errors"]
+    assert stats["threshold"] == read_info(DEFAULT_MODEL_DIR).threshold and stats["model"]["name"]
+    out = read_outcomes(spark, stage_dir)
+    local = out["kept"]._append(out["rejected"]).sort_values("id").quality_score.to_numpy()
+    assert np.abs(local - expected).max() < 1e-5  # other batch compositions: float rounding only

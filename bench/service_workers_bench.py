@@ -1,0 +1,175 @@
+"""The scoring service on encoded batches with 1, 2 and 4 model workers against the raw model, and
+the Spark score stage against the filter stage on the same distinct documents.
+
+    python bench/service_workers_bench.py [--docs 6000] [--batch 256] [--workers 1 2 4] [--skip-spark]
+
+Documents are distinct windows (300–3,000 characters, whole lines) of the shared corpora: English
+novels and Wikipedia, Chinese news and reviews, short English chat and SMS lines joined in runs.
+
+* raw model: ``TextScorer.score_bags`` on batches encoded beforehand, in this process: what the
+  network alone does with the CPU (or device) it has.
+* service: the same encoded batches, as prepared Arrow bodies, POSTed to ``/v1/score/encoded`` by
+  ``2 × workers`` keep-alive connections (threads here, so hashing is not in the figure: on a
+  cluster the executors hash).
+* Spark: ``FilterStage`` and ``ScoreStage`` run by ``run_stage`` (local[2]) on one Parquet file of
+  the documents; score with the service it starts itself (hashing on the executors), with texts
+  sent instead (``score.encode: false``, the old path), and with ``score.mode: local``.
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+from scoring_service.artifacts import DEFAULT_MODEL_DIR, read_info  # noqa: E402
+from scoring_service.client import ARROW_STREAM, LocalService, encoded_body  # noqa: E402
+from scoring_service.features import FeatureHasher  # noqa: E402
+
+CORPORA = Path(ROOT).parent / "shared" / "data" / "corpora"
+
+
+def distinct_documents(n: int, seed: int = 5) -> list:
+    """``n`` distinct windows of whole lines of real text."""
+    sources = sorted((CORPORA / "en" / "gutenberg").glob("*.txt")) + [
+        CORPORA / "zh" / "peoples-daily-1998-01.txt", CORPORA / "zh" / "reviews-pos.txt",
+        CORPORA / "zh" / "reviews-neg.txt", CORPORA / "low" / "sms-spam-collection.tsv",
+        CORPORA / "en" / "enwiki-head-articles.xml"]
+    rng = random.Random(seed)
+    windows = []
+    for path in sources:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+        start = 0
+        while start < len(lines):
+            size, stop = rng.randint(300, 3000), start
+            while stop < len(lines) and sum(len(line) for line in lines[start:stop]) < size:
+                stop += 1
+            text = "".join(lines[start:stop]).strip()
+            if len(text) >= 150:
+                windows.append(text)
+            start = stop + 1
+    windows = sorted(set(windows))
+    rng.shuffle(windows)
+    if len(windows) < n:
+        raise SystemExit(f"only {len(windows)} distinct windows in {CORPORA}; ask for fewer --docs")
+    return windows[:n]
+
+
+def raw_model(batches) -> float:
+    from scoring_service.backend import TextScorer
+
+    scorer = TextScorer.load(DEFAULT_MODEL_DIR)
+    scorer.score_bags(batches[0])  # warm-up
+    started = time.perf_counter()
+    for bags in batches:
+        scorer.score_bags(bags)
+    return sum(b.rows for b in batches) / (time.perf_counter() - started)
+
+
+def service(url: str, bodies, connections: int) -> float:
+    host, port = urlsplit(url).hostname, urlsplit(url).port
+    rows = sum(n for n, _ in bodies)
+    errors = []
+
+    def run(worker):
+        conn = http.client.HTTPConnection(host, port, timeout=120)
+        for n, body in bodies[worker::connections]:
+            conn.request("POST", "/v1/score/encoded", body, {"Content-Type": ARROW_STREAM})
+            response = conn.getresponse()
+            response.read()
+            if response.status != 200:
+                errors.append(response.status)
+        conn.close()
+
+    for _, body in bodies[:connections]:  # warm-up: one request per connection
+        warm = http.client.HTTPConnection(host, port, timeout=120)
+        warm.request("POST", "/v1/score/encoded", body, {"Content-Type": ARROW_STREAM})
+        warm.getresponse().read()
+        warm.close()
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(connections)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    if errors:
+        raise SystemExit(f"service answered {len(errors)} requests with {sorted(set(errors))}")
+    return rows / wall
+
+
+def spark_stages(texts, workdir: str) -> None:
+    from jobs.config import PipelineConfig, SparkConfig
+    from jobs.filter import FilterStage
+    from jobs.score import ScoreStage
+    from jobs.spark import get_session
+    from jobs.stage import run_stage
+    from udfs.config import build
+
+    spark = get_session(SparkConfig(master="local[2]", app_name="score-vs-filter", conf={
+        "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}))
+    rows = [(f"d{i:06d}", f"https://example.org/{i}", t) for i, t in enumerate(texts)]
+    source = f"{workdir}/docs"
+    spark.createDataFrame(rows, "id string, url string, text string").repartition(8).write.parquet(source)
+    docs = spark.read.parquet(source)
+    n = len(texts)
+    runs = [("filter", FilterStage, {}),
+            ("score (own service, hashing on executors)", ScoreStage, {}),
+            ("score (own service, texts sent: encode false)", ScoreStage, {"score": {"encode": False}}),
+            ("score (mode: local)", ScoreStage, {"score": {"mode": "local"}})]
+    warm = docs.limit(200)
+    for name, stage_class, settings in runs:
+        cfg = build(PipelineConfig, settings)
+        run_stage(stage_class(spark, cfg), warm, f"{workdir}/warm-{len(name)}", "warm", None)  # workers, models
+        started = time.perf_counter()
+        stats = run_stage(stage_class(spark, cfg), docs, f"{workdir}/{stage_class.name}-{len(name)}", "bench", n)
+        wall = time.perf_counter() - started
+        assert stats["reconciled"], stats
+        print(f"{name:<48} {n / wall:>7.0f} docs/s   ({n} docs, {wall:.1f} s, whole stage)", flush=True)
+    spark.stop()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=6000)
+    parser.add_argument("--batch", type=int, default=256, help="texts per request and per raw-model batch")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--skip-spark", action="store_true")
+    parser.add_argument("--skip-service", action="store_true")
+    args = parser.parse_args()
+    texts = distinct_documents(args.docs)
+    print(f"{len(texts)} distinct documents, mean {statistics.mean(map(len, texts)):.0f} chars; "
+          f"batches of {args.batch}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}", flush=True)
+    if not args.skip_service:
+        spec = read_info(DEFAULT_MODEL_DIR).hashing
+        hasher = FeatureHasher(spec)
+        started = time.perf_counter()
+        batches = [hasher.encode_bags(texts[i:i + args.batch]) for i in range(0, len(texts), args.batch)]
+        print(f"{'hashing (what the executors now do)':<48} {len(texts) / (time.perf_counter() - started):>7.0f} "
+              "docs/s", flush=True)
+        bodies = [(b.rows, encoded_body(b, spec.digest)) for b in batches]
+        raw = raw_model(batches)
+        print(f"{'raw model (score_bags, in process)':<48} {raw:>7.0f} docs/s", flush=True)
+        for workers in args.workers:
+            with LocalService(DEFAULT_MODEL_DIR, extra_args=["--workers", str(workers)]) as url:
+                rate = service(url, bodies, 2 * workers)
+            print(f"{f'service, {workers} worker(s), {2 * workers} connections':<48} {rate:>7.0f} docs/s   "
+                  f"({100 * rate / raw:.0f} % of the raw model)", flush=True)
+    if not args.skip_spark:
+        with tempfile.TemporaryDirectory() as workdir:
+            spark_stages(texts, workdir)
+
+
+if __name__ == "__main__":
+    main()
