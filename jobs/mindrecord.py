@@ -24,10 +24,12 @@ non-padding tokens of the sequences, or mix's ``token_estimate`` of the document
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import tempfile
 from contextlib import ExitStack
-from typing import Dict, Iterator
+from typing import Dict, Iterator, List, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -35,10 +37,12 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from jobs.fs import HadoopFS
 from jobs.stage import Stage, Transformed
 from udfs.config import ConfigError
-from udfs.mindrecord import (DOCUMENT_SCHEMA, MISSING_SCORE, SEQUENCE_FIELDS, balance_plan, check_reachable,
-                             mindrecord_rows, s3_options_from_hadoop, sequence_schema, shard_name, upload_files)
+from udfs.mindrecord import (DOCUMENT_SCHEMA, MANIFEST, MISSING_SCORE, SEQUENCE_FIELDS, balance_plan,
+                             check_compatible, check_reachable, is_remote, manifest_stages, mindrecord_rows,
+                             s3_options_from_hadoop, sequence_schema, shard_name, upload_files)
 
 SHARDS_SCHEMA = "shard int, file string, rows long, tokens long, _outcome string"
 
@@ -82,6 +86,26 @@ class MindRecordStage(Stage):
     reads = ("mix.buckets", "pack.seq_len")
     required_columns = ("bucket",)  # from the mix stage
 
+    def s3_options(self) -> dict:
+        return s3_options_from_hadoop(self.spark.sparkContext._jsc.hadoopConfiguration().get)
+
+    def earlier_stages(self) -> List[dict]:
+        """The stages of earlier runs this run's manifest lists (``mindrecord.earlier``), each finished."""
+        stages = []
+        for uri in self.settings.earlier:
+            if not is_remote(uri):  # the manifest is read from elsewhere: absolute local paths
+                uri = HadoopFS(self.spark).qualify(uri)
+            try:
+                stages.extend(manifest_stages(uri, self.s3_options()))
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"mindrecord.earlier: {uri}: {str(exc).splitlines()[0]}") from None
+        return stages
+
+    def artifact_fingerprint(self) -> str:
+        """The earlier stages' shards are part of this stage's output (its manifest)."""
+        earlier = self.earlier_stages()
+        return hashlib.sha256(json.dumps(earlier, sort_keys=True).encode()).hexdigest()[:16] if earlier else ""
+
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
         mode = self.settings.mode
         if mode == "auto":
@@ -95,7 +119,7 @@ class MindRecordStage(Stage):
             seq_len = first["n"] if first else self.cfg.pack.seq_len
             tokens = F.expr("size(filter(segment_ids, s -> s > 0))").cast("long")
             return Transformed(docs.select("bucket", "id", *SEQUENCE_FIELDS, tokens.alias("_tokens")),
-                               {"schema": sequence_schema(seq_len), "mode": "sequences"})
+                               self.shard_facts("sequences", seq_len, sequence_schema(seq_len)))
         columns = {c: (F.col(c) if c in docs.columns else F.lit(None)) for c in DOCUMENT_SCHEMA}
         rows = docs.select(F.col("bucket"), *[
             F.coalesce(columns["id"].cast("string"), F.lit("")).alias("id"),
@@ -105,7 +129,12 @@ class MindRecordStage(Stage):
             F.coalesce(columns["quality_score"].cast("float"), F.lit(MISSING_SCORE)).alias("quality_score"),
             (F.col("token_estimate") if "token_estimate" in docs.columns else F.lit(None)).cast("long").alias("_tokens"),
         ])
-        return Transformed(rows, {"schema": DOCUMENT_SCHEMA, "mode": "documents"})
+        return Transformed(rows, self.shard_facts("documents", None, DOCUMENT_SCHEMA))
+
+    def shard_facts(self, mode: str, seq_len: Optional[int], schema: dict) -> dict:
+        earlier = self.earlier_stages()
+        check_compatible(earlier, mode, seq_len)  # before any shard is written
+        return {"schema": schema, "mode": mode, "seq_len": seq_len, "earlier": earlier}
 
     def write(self, out: Transformed, tmp_dir: str) -> None:
         buckets = self.cfg.mix.buckets
@@ -113,7 +142,7 @@ class MindRecordStage(Stage):
         page_size = self.settings.page_size_kb * 1024
         scratch = self.settings.scratch_dir
         schema, schema_name = out.facts["schema"], f"corpusmill_{out.facts['mode']}"
-        s3_options = s3_options_from_hadoop(self.spark.sparkContext._jsc.hadoopConfiguration().get)
+        s3_options = self.s3_options()
         check_reachable(tmp_dir, s3_options)
 
         def write_shards(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -160,10 +189,16 @@ class MindRecordStage(Stage):
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         shards = self.spark.read.parquet(f"{stage_dir}/shards").orderBy("shard").collect()
         rows = [r["rows"] for r in shards]
-        return {"mode": facts["mode"],
-                # tokens: non-padding tokens (sequences) or mix's token_estimate (documents)
-                "shards": [{"file": r["file"], "rows": r["rows"], "tokens": r["tokens"]} for r in shards],
-                "rows_per_shard": {"min": min(rows, default=0), "max": max(rows, default=0)}}
+        stats = {"mode": facts["mode"], "seq_len": facts["seq_len"],
+                 # tokens: non-padding tokens (sequences) or mix's token_estimate (documents)
+                 "shards": [{"file": r["file"], "rows": r["rows"], "tokens": r["tokens"]} for r in shards],
+                 "rows_per_shard": {"min": min(rows, default=0), "max": max(rows, default=0)}}
+        if facts["earlier"]:
+            stages = facts["earlier"] + [{"stage": ".", **{k: stats[k] for k in ("mode", "seq_len", "shards")}}]
+            HadoopFS(self.spark).write_json(f"{stage_dir}/{MANIFEST}", {"stages": stages})
+            stats["manifest"] = {"stages": len(stages), "shards": sum(len(e["shards"]) for e in stages),
+                                 "rows": sum(s["rows"] for e in stages for s in e["shards"])}
+        return stats
 
     def finalize(self, tmp_dir: str, schema) -> None:
         """Shards are uploaded into place; nothing to rename."""

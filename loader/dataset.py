@@ -25,6 +25,7 @@ Ranks: ``rank``/``world_size`` default to MindSpore's ``RANK_ID``/``RANK_SIZE`` 
 from __future__ import annotations
 
 import glob
+import json
 import os
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple, Union
@@ -32,7 +33,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import mindspore.dataset as ds
 import numpy as np
 
-from udfs.mindrecord import download_shards, file_system, is_remote
+from udfs.mindrecord import MANIFEST, download_shards, file_system, is_remote, read_stage_file
 from udfs.packing import Document, PackConfig, loss_mask_from_segments, position_ids_from_segments, split_document
 from udfs.tokenizer import TokenizerConfig, cached_tokenizer
 
@@ -46,9 +47,24 @@ def shard_cache_dir() -> str:
 
 def shard_files(path: Union[str, Sequence[str]], cache_dir: Optional[str] = None,
                 storage_options: Optional[dict] = None) -> List[str]:
-    """Local MindRecord files of a ``mindrecord`` stage (a folder or a remote URI), one file, or a list."""
+    """Local MindRecord files of a ``mindrecord`` stage (a folder or a remote URI), one file, or a list.
+
+    A stage whose ``manifest.json`` lists the stages of earlier runs (``mindrecord.earlier``) gives
+    their shards too, earliest first: old and new are read as one dataset."""
     if not isinstance(path, (str, Path)):
         return [str(p) for p in path]
+    manifest = read_stage_file(str(path), MANIFEST, storage_options) if _is_stage(path) else None
+    if manifest is None:
+        return _stage_shards(path, cache_dir, storage_options)
+    return [shard for entry in json.loads(manifest)["stages"]
+            for shard in _stage_shards(path if entry["stage"] == "." else entry["stage"], cache_dir, storage_options)]
+
+
+def _is_stage(path) -> bool:
+    return is_remote(path) or Path(file_system(str(path))[1]).is_dir()
+
+
+def _stage_shards(path, cache_dir: Optional[str], storage_options: Optional[dict]) -> List[str]:
     if is_remote(path):
         return download_shards(str(path), cache_dir or shard_cache_dir(), storage_options)
     path = file_system(str(path))[1]  # a plain path, or the path of a file:// URI

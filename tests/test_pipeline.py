@@ -299,3 +299,38 @@ def test_cli_spark_property_the_jvm_refuses_is_a_one_line_error(tmp_path):
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.strip().splitlines()[-1].startswith("corpusmill: spark: the JVM did not start")
     assert "Traceback" not in result.stderr
+
+
+def test_a_new_run_writes_its_shards_alongside_earlier_runs_and_the_loader_reads_them_all(spark, cfg, demo, tmp_path):
+    import mindspore.dataset as ds
+
+    from loader.dataset import shard_files
+
+    def rows(files):
+        return sum(1 for _ in ds.MindDataset(files, shuffle=False).create_dict_iterator(output_numpy=True))
+
+    earlier = str(demo[0] / "mindrecord")
+    earlier_rows = rows(shard_files(earlier))
+    second = dataclasses.replace(cfg, mindrecord=dataclasses.replace(cfg.mindrecord, earlier=[earlier]))
+    one_file = [str(ROOT / "data" / "sample" / "dolma-sample-0001.warc.gz")]
+    stats = run_pipeline(spark, second, one_file, STAGES, str(tmp_path), "next", echo=lambda _: None)[-1]
+    manifest = json.loads((tmp_path / "next" / "mindrecord" / "manifest.json").read_text())
+    assert [e["stage"] for e in manifest["stages"]] == [HadoopFS(spark).qualify(earlier), "."]
+    files = shard_files(str(tmp_path / "next" / "mindrecord"))
+    assert len(files) == len(shard_files(earlier)) + cfg.mix.buckets
+    assert rows(files) == earlier_rows + stats["kept"] == stats["manifest"]["rows"]
+
+    # A third run that lists only the second gets the first too: manifests chain.
+    third = dataclasses.replace(cfg, mindrecord=dataclasses.replace(cfg.mindrecord,
+                                                                     earlier=[str(tmp_path / "next" / "mindrecord")]))
+    run_pipeline(spark, third, [str(tmp_path / "next" / "mix" / "kept")], ["mindrecord"], str(tmp_path), "third",
+                 echo=lambda _: None)
+    chained = json.loads((tmp_path / "third" / "mindrecord" / "manifest.json").read_text())
+    assert len(chained["stages"]) == 3
+    assert rows(shard_files(str(tmp_path / "third" / "mindrecord"))) == earlier_rows + 2 * stats["kept"]
+
+    # Training reads one kind of shard: an earlier stage of another mode is refused before writing.
+    packed = dataclasses.replace(third, mindrecord=dataclasses.replace(third.mindrecord, mode="sequences"))
+    with pytest.raises(config.ConfigError, match="mindrecord.earlier: .* holds documents"):
+        run_pipeline(spark, packed, [str(tmp_path / "next" / "mix" / "kept")], ["pack", "mindrecord"], str(tmp_path),
+                     "packed", echo=lambda _: None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import unquote, urlsplit
 
@@ -43,6 +43,9 @@ class MindRecordConfig:
     # Local folder on each executor where FileWriter writes a shard before it is uploaded to --output;
     # "" = Spark's local dirs (SPARK_LOCAL_DIRS, YARN's container dirs on a cluster), else the temp dir.
     scratch_dir: str = ""
+    # Finished mindrecord stages of earlier runs (URIs) that this run's manifest.json lists with its own
+    # shards, so training reads old and new together; each one's own earlier stages come along.
+    earlier: List[str] = field(default_factory=list)
 
     def validate(self, prefix: str) -> None:
         if self.mode not in MODES:
@@ -78,6 +81,9 @@ def mindrecord_rows(batch: pa.RecordBatch, schema: dict) -> List[dict]:
 # Shard files are read by the training job, often as another user: FileWriter leaves 0600.
 SHARD_MODE = 0o644
 MARKER = "_COMPLETE.json"  # the runner's completion marker (jobs/stage.py), which names every file
+STATS = "_stats.json"
+# The shards training reads as one dataset: this stage's ("." ) and those of earlier runs' stages.
+MANIFEST = "manifest.json"
 S3_SCHEMES = ("s3", "s3a", "s3n")
 
 
@@ -166,6 +172,45 @@ def is_remote(uri: str) -> bool:
     return urlsplit(str(uri)).scheme.lower() not in ("", "file")
 
 
+def read_stage_file(stage_uri: str, name: str, s3_options: Optional[dict] = None) -> Optional[bytes]:
+    """The bytes of ``<stage_uri>/<name>``, or None when there is no such file."""
+    fs, folder = file_system(stage_uri, s3_options)
+    try:
+        with fs.open_input_stream(f"{folder.rstrip('/')}/{name}") as stream:
+            return stream.read()
+    except FileNotFoundError:
+        return None
+
+
+def finished_marker_bytes(stage_uri: str, s3_options: Optional[dict] = None) -> bytes:
+    marker = read_stage_file(stage_uri, MARKER, s3_options)
+    if marker is None:
+        raise FileNotFoundError(f"{stage_uri}: no {MARKER}; not a finished mindrecord stage")
+    return marker
+
+
+def manifest_stages(stage_uri: str, s3_options: Optional[dict] = None) -> List[dict]:
+    """What a finished stage contributes to a later run's manifest: the stages its own manifest lists
+    (with ``.`` resolved to ``stage_uri``), else the stage alone, each with its mode, window length
+    and shards."""
+    finished_marker_bytes(stage_uri, s3_options)
+    manifest = read_stage_file(stage_uri, MANIFEST, s3_options)
+    if manifest is not None:
+        return [dict(entry, stage=stage_uri if entry["stage"] == "." else entry["stage"])
+                for entry in json.loads(manifest)["stages"]]
+    stats = json.loads(read_stage_file(stage_uri, STATS, s3_options) or b"{}")
+    return [{"stage": stage_uri, "mode": stats.get("mode"), "seq_len": stats.get("seq_len"),
+             "shards": stats.get("shards", [])}]
+
+
+def check_compatible(earlier: Sequence[dict], mode: str, seq_len: Optional[int]) -> None:
+    """Training reads the stages of a manifest as one dataset: the same mode and window length."""
+    for entry in earlier:
+        if (entry["mode"], entry["seq_len"]) != (mode, seq_len):
+            raise ConfigError(f"mindrecord.earlier: {entry['stage']} holds {entry['mode']} "
+                              f"(seq_len {entry['seq_len']}); this run writes {mode} (seq_len {seq_len})")
+
+
 def download_shards(stage_uri: str, cache_dir: str, s3_options: Optional[dict] = None) -> List[str]:
     """Local copies of the MindRecord shards of a finished ``mindrecord`` stage at ``stage_uri``.
 
@@ -176,11 +221,7 @@ def download_shards(stage_uri: str, cache_dir: str, s3_options: Optional[dict] =
     """
     fs, folder = file_system(stage_uri, s3_options)
     folder = folder.rstrip("/")
-    try:
-        with fs.open_input_stream(f"{folder}/{MARKER}") as stream:
-            marker_bytes = stream.read()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{stage_uri}: no {MARKER}; not a finished mindrecord stage") from None
+    marker_bytes = finished_marker_bytes(stage_uri, s3_options)
     files = json.loads(marker_bytes)["files"]
     names = sorted(n for n in files if "/" not in n and n.endswith((".mindrecord", ".mindrecord.db")))
     if not any(n.endswith(".mindrecord") for n in names):
