@@ -1,6 +1,6 @@
 """Incremental dedup: run B against run A's signature index versus deduplicating A and B together.
 
-    python bench/dedup_incremental.py [--docs 40000] [--work /tmp/dedup-incremental]
+    python bench/dedup_incremental.py [--docs 40000] [--work /tmp/dedup-incremental] [--verify jaccard]
 
 The documents are bench/dedup_scale.py's (real text, 10 % near duplicates, 3 % exact copies, rows in
 random order); the first half of the rows is crawl A, the second crawl B, so copies fall across the
@@ -8,7 +8,10 @@ halves at random. After a warm-up run, the script times: A alone; B with ``dedup
 A's kept/ and rejected/ are deleted (only A's index is read); and A+B deduplicated together, what
 an incremental run saves. It prints each stage's wall time (``_stats.json``) and the CPU seconds of
 this process tree, B's rejections by rule, and how B's rejected set compares with the B rows the
-joint run rejects (equal unless connected components chain across the halves).
+joint run rejects. They differ where connected components chain through a document A rejected
+(not in its index) and, under ``verify: jaccard``, for pairs near the threshold: B's candidates
+against A are verified on the signature estimate (A's text is not read); ``--verify signature``
+makes both runs use the estimate and leaves only the chains.
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--docs", type=int, default=40000)
     parser.add_argument("--work", default="/tmp/dedup-incremental")
+    parser.add_argument("--verify", default="jaccard", help="dedup.verify of all three runs")
     args = parser.parse_args()
 
     import pyarrow.parquet as pq
@@ -58,7 +62,7 @@ def main() -> int:
         pq.write_table(part, work / name / "part-0.parquet", row_group_size=5000)
 
     quiet = {"spark": {"conf": {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}}}
-    cfg = config.load(overrides=quiet)
+    cfg = config.load(overrides={**quiet, "dedup": {"verify": args.verify}})
     spark = get_session(cfg.spark)
     out = str(work / "out")
 
@@ -75,7 +79,7 @@ def main() -> int:
         shutil.rmtree(work / "out" / "A" / "dedup" / gone)
     index_mb = sum(f.stat().st_size for f in (work / "out" / "A" / "dedup" / "_index").rglob("*")) / 2 ** 20
     print(f"A's index: {index_mb:.1f} MiB on disk (its kept/ and rejected/ deleted)")
-    cfg_b = config.load(overrides={**quiet, "dedup": {"against": [str(work / "out" / "A")]}})
+    cfg_b = config.load(overrides={**quiet, "dedup": {"verify": args.verify, "against": [str(work / "out" / "A")]}})
     stats_b = timed("B against A's index", cfg_b, "b", "B")
     stats_ab = timed("A+B together (recompute)", cfg, "ab", "AB")
     print(f"B / (A+B together) wall: {stats_b['wall_s'] / stats_ab['wall_s']:.2f}")
