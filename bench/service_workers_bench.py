@@ -7,10 +7,14 @@ Documents are distinct windows (300–3,000 characters, whole lines) of the shar
 novels and Wikipedia, Chinese news and reviews, short English chat and SMS lines joined in runs.
 
 * raw model: ``TextScorer.score_bags`` on batches encoded beforehand, in this process: what the
-  network alone does with the CPU (or device) it has.
+  network alone does with the CPU (or device) it has; measured again before each service run.
 * service: the same encoded batches, as prepared Arrow bodies, POSTed to ``/v1/score/encoded`` by
   ``2 × workers`` keep-alive connections (threads here, so hashing is not in the figure: on a
   cluster the executors hash).
+* CPU ms per document: of the process tree doing the work (this process for the raw model, the
+  service and its replicas, the driver with its JVM, Python workers and the service it starts for
+  Spark): on a shared, loaded machine it says more than docs/s, which follows the share of the
+  cores the work gets.
 * Spark: ``FilterStage`` and ``ScoreStage`` run by ``run_stage`` (local[2]) on one Parquet file of
   the documents; score with the service it starts itself (hashing on the executors), with texts
   sent instead (``score.encode: false``, the old path), and with ``score.mode: local``.
@@ -66,18 +70,33 @@ def distinct_documents(n: int, seed: int = 5) -> list:
     return windows[:n]
 
 
-def raw_model(batches) -> float:
-    from scoring_service.backend import TextScorer
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a process and all its descendants, the live ones and those already reaped
+    (utime + stime + cutime + cstime of each live process: no process is counted twice)."""
+    tick, total, todo = os.sysconf("SC_CLK_TCK"), 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            fields = open(f"/proc/{current}/stat").read().rsplit(")", 1)[1].split()
+            total += sum(int(v) for v in fields[11:15]) / tick
+            for task in os.listdir(f"/proc/{current}/task"):
+                todo += [int(c) for c in open(f"/proc/{current}/task/{task}/children").read().split()]
+        except FileNotFoundError:  # exited meanwhile
+            pass
+    return total
 
-    scorer = TextScorer.load(DEFAULT_MODEL_DIR)
-    scorer.score_bags(batches[0])  # warm-up
-    started = time.perf_counter()
+
+def raw_model(scorer, batches):
+    """docs/s and CPU ms per document of the model in this process."""
+    rows = sum(b.rows for b in batches)
+    started, cpu = time.perf_counter(), time.process_time()
     for bags in batches:
         scorer.score_bags(bags)
-    return sum(b.rows for b in batches) / (time.perf_counter() - started)
+    return rows / (time.perf_counter() - started), 1000 * (time.process_time() - cpu) / rows
 
 
-def service(url: str, bodies, connections: int) -> float:
+def service(url: str, pid: int, bodies, connections: int):
+    """docs/s and CPU ms per document of the service's processes."""
     host, port = urlsplit(url).hostname, urlsplit(url).port
     rows = sum(n for n, _ in bodies)
     errors = []
@@ -98,15 +117,17 @@ def service(url: str, bodies, connections: int) -> float:
         warm.getresponse().read()
         warm.close()
     threads = [threading.Thread(target=run, args=(w,)) for w in range(connections)]
+    cpu = tree_cpu_s(pid)
     started = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     wall = time.perf_counter() - started
+    cpu = tree_cpu_s(pid) - cpu
     if errors:
         raise SystemExit(f"service answered {len(errors)} requests with {sorted(set(errors))}")
-    return rows / wall
+    return rows / wall, 1000 * cpu / rows
 
 
 def spark_stages(texts, workdir: str) -> None:
@@ -132,11 +153,12 @@ def spark_stages(texts, workdir: str) -> None:
     for name, stage_class, settings in runs:
         cfg = build(PipelineConfig, settings)
         run_stage(stage_class(spark, cfg), warm, f"{workdir}/warm-{len(name)}", "warm", None)  # workers, models
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), tree_cpu_s(os.getpid())
         stats = run_stage(stage_class(spark, cfg), docs, f"{workdir}/{stage_class.name}-{len(name)}", "bench", n)
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, tree_cpu_s(os.getpid()) - cpu
         assert stats["reconciled"], stats
-        print(f"{name:<48} {n / wall:>7.0f} docs/s   ({n} docs, {wall:.1f} s, whole stage)", flush=True)
+        print(f"{name:<48} {n / wall:>7.0f} docs/s   {1000 * cpu / n:>5.1f} CPU ms/doc   ({n} docs, {wall:.1f} s, "
+              f"whole stage; load average {os.getloadavg()[0]:.1f})", flush=True)
     spark.stop()
 
 
@@ -159,13 +181,21 @@ def main():
         print(f"{'hashing (what the executors now do)':<48} {len(texts) / (time.perf_counter() - started):>7.0f} "
               "docs/s", flush=True)
         bodies = [(b.rows, encoded_body(b, spec.digest)) for b in batches]
-        raw = raw_model(batches)
-        print(f"{'raw model (score_bags, in process)':<48} {raw:>7.0f} docs/s", flush=True)
+        from scoring_service.backend import TextScorer
+
+        scorer = TextScorer.load(DEFAULT_MODEL_DIR)
+        scorer.score_bags(batches[0])  # warm-up
         for workers in args.workers:
-            with LocalService(DEFAULT_MODEL_DIR, extra_args=["--workers", str(workers)]) as url:
-                rate = service(url, bodies, 2 * workers)
+            # The raw model right before each service run: the machine's load drifts between them.
+            raw, raw_cpu = raw_model(scorer, batches)
+            print(f"{'raw model (score_bags, in process)':<48} {raw:>7.0f} docs/s   {raw_cpu:>5.1f} CPU ms/doc",
+                  flush=True)
+            local = LocalService(DEFAULT_MODEL_DIR, extra_args=["--workers", str(workers)])
+            with local as url:
+                rate, cpu = service(url, local.process.pid, bodies, 2 * workers)
             print(f"{f'service, {workers} worker(s), {2 * workers} connections':<48} {rate:>7.0f} docs/s   "
-                  f"({100 * rate / raw:.0f} % of the raw model)", flush=True)
+                  f"{cpu:>5.1f} CPU ms/doc   ({100 * rate / raw:.0f} % of the raw model's docs/s; load average "
+                  f"{os.getloadavg()[0]:.1f})", flush=True)
     if not args.skip_spark:
         with tempfile.TemporaryDirectory() as workdir:
             spark_stages(texts, workdir)
