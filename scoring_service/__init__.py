@@ -7,7 +7,7 @@
 
 Modules: ``features`` (vectorised hashed n-grams), ``artifacts`` (a model directory, readable
 without MindSpore), ``model`` (the network and its export), ``train``, ``metrics``, ``backend``
-(runtime seam + batching), ``server``, ``client`` (Spark-side client and the locally started
+(runtime seam + batching), ``server``, ``model_process`` (a model replica of ``serve --workers``), ``client`` (Spark-side client and the locally started
 service) and ``corpus`` (reading and writing labelled text; the shipped model's data recipe is
 ``tools.quality_corpus``).
 Importing the package does not import MindSpore; only training and serving do.
