@@ -292,6 +292,8 @@ class DedupStage(Stage):
     # -- earlier runs --------------------------------------------------------------------------
 
     def earlier_indexes(self) -> List[EarlierIndex]:
+        if not self.settings.against:
+            return []
         fs = HadoopFS(self.spark)
         return [open_index(fs, entry, self.settings) for entry in self.settings.against]
 

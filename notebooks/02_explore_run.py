@@ -6,8 +6,9 @@
 # MAGIC from WARC records to kept documents, the rejections per rule with documents to spot-check, and the
 # MAGIC length and quality-score distributions. Nothing here writes to the run.
 # MAGIC
-# MAGIC Parameters: widgets `output` and `run` on Databricks; locally `CORPUSMILL_OUTPUT` / `CORPUSMILL_RUN`
-# MAGIC (or globals of the same names in upper case), defaulting to the walkthrough notebook's run.
+# MAGIC Parameters: widgets `output`, `run` and `config` on Databricks; locally `CORPUSMILL_OUTPUT` /
+# MAGIC `CORPUSMILL_RUN` / `CORPUSMILL_CONFIG` (or globals of the same names in upper case), defaulting to
+# MAGIC the walkthrough notebook's run and `conf/local.yaml`.
 
 # COMMAND ----------
 
@@ -41,9 +42,11 @@ def param(name: str, default: str) -> str:
 OUTPUT = param("output", os.path.join(REPO, "out"))
 RUN = param("run", "notebook")
 RUN_DIR = f"{OUTPUT.rstrip('/')}/{RUN}"
+# The run's config: its pii settings scrub the rejected samples shown below.
+CFG = config.load(param("config", "") or None)
 
 if "spark" not in globals():
-    spark = get_session(config.load().spark)
+    spark = get_session(CFG.spark)
 fs = HadoopFS(spark)
 stats = {s: fs.read_json(f"{RUN_DIR}/{s}/{STATS}") for s in registry.STAGE_ORDER if fs.exists(f"{RUN_DIR}/{s}/{STATS}")}
 print(f"{RUN_DIR}: finished stages {', '.join(stats) or 'none'}")
@@ -90,7 +93,7 @@ show(reasons)
 # COMMAND ----------
 
 samples = pd.DataFrame([{"stage": stage, **row} for stage in stats if fs.exists(f"{RUN_DIR}/{stage}/rejected")
-                        for row in rejected_samples(spark.read.parquet(f"{RUN_DIR}/{stage}/rejected"),
+                        for row in rejected_samples(spark.read.parquet(f"{RUN_DIR}/{stage}/rejected"), CFG.pii,
                                                    stats[stage].get("rejected"))],
                        columns=["stage", "reason", "id", "url", "reject_value", "chars", "text"])
 samples["text"] = samples["text"].str.slice(0, 200)

@@ -35,8 +35,11 @@ def settings_read(stage_cls, cfg):
             yield path
 
 
+# Settings naming finished stages of earlier runs: the stage reads those when it is fingerprinted
+# (see the test after the next).
+EARLIER_STAGES = ("dedup.against", "mindrecord.earlier")
 CASES = [(name, path) for name in registry.STAGE_ORDER
-         for path in settings_read(registry.stage_class(name), config.PipelineConfig())]
+         for path in settings_read(registry.stage_class(name), config.PipelineConfig()) if path not in EARLIER_STAGES]
 
 
 @pytest.mark.parametrize("stage, path", CASES, ids=[f"{s}:{p}" for s, p in CASES])
@@ -48,6 +51,14 @@ def test_changing_any_setting_a_stage_reads_changes_its_fingerprint(stage, path,
     value = shutil.copytree(DEFAULT_MODEL_DIR, tmp_path / "model") if path == "score.model" else CHANGED
     changed = replaced(cfg, path, str(value))
     assert stage_fingerprint(stage_cls(None, changed), "upstream") != before
+
+
+@pytest.mark.parametrize("path", EARLIER_STAGES)
+def test_a_setting_naming_earlier_stages_is_checked_when_the_stage_is_fingerprinted(spark, path, tmp_path):
+    stage, _, key = path.partition(".")
+    cfg = replaced(config.PipelineConfig(), path, [str(tmp_path / "no-such-run")])
+    with pytest.raises(config.ConfigError, match=f"{stage}.{key}"):
+        stage_fingerprint(registry.stage_class(stage)(spark, cfg), "upstream")
 
 
 def test_the_stages_that_read_other_sections_declare_them():
