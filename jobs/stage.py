@@ -13,7 +13,9 @@ counts the rows per outcome and reason from the written files; writes ``_stats.j
 folder to ``<run>/<stage>/``; and writes the completion marker last, at the final location, naming
 every file it covers with its size. On an object store a folder rename is a copy and a delete, so a
 killed commit can leave part of the files in place: such a stage has no marker, or a marker whose
-file list does not match, and is not finished. A stage sees only the config it declares, so its
+file list does not match, and is not finished. A stage whose records are independent (``chunked``)
+can also run chunk by chunk (``run_chunked_stage``): each chunk is committed on its own, and a re-run
+after a crash redoes only the chunks that were not. A stage sees only the config it declares, so its
 fingerprint (``jobs/pipeline.py``), which hashes exactly that config, changes whenever its output
 could.
 """
@@ -255,6 +257,8 @@ def _merge_counts(total: Dict[str, Dict[str, int]], counts: Dict[str, Dict[str, 
 
 
 def write_chunk_marker(fs: HadoopFS, path: str, content: dict) -> None:
+    """The last write of a chunk's commit: from here on a re-run skips the chunk. (Its own function so
+    that the crash tests can stop the driver right after it.)"""
     fs.write_json(path, content)
 
 
