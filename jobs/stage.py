@@ -222,6 +222,21 @@ def stage_stats(stage: Stage, fingerprint: str, counts: Dict[str, Dict[str, int]
     return stats
 
 
+def write_outcomes(stage: Stage, docs: DataFrame, tmp_dir: str, resources: ExitStack,
+                   release: bool) -> Tuple[Transformed, Dict[str, Dict[str, int]]]:
+    """Check, transform and write ``docs`` into ``tmp_dir`` by outcome; count the rows per outcome and
+    reason, and rename the outcome folders. With ``release``, ``resources`` are closed as soon as the
+    write is done: services and caches live for the one pass over the data, not the bookkeeping."""
+    stage.check_input(docs)
+    out = stage.transform(docs, resources)
+    stage.write(out, tmp_dir)
+    if release:
+        resources.close()
+    counts = stage.count_outcomes(tmp_dir, out.rows.schema)
+    stage.finalize(tmp_dir, out.rows.schema)
+    return out, counts
+
+
 def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
               records_in: Optional[int]) -> dict:
     """Run one stage into ``stage_dir`` atomically and return its stats."""
@@ -232,12 +247,7 @@ def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
     stage.spark.sparkContext.setJobGroup(stage.name, f"corpusmill stage {stage.name}")
     resources = ExitStack()
     try:
-        stage.check_input(docs)
-        out = stage.transform(docs, resources)
-        stage.write(out, tmp_dir)
-        resources.close()  # services and caches live for the one pass over the data, not the bookkeeping
-        counts = stage.count_outcomes(tmp_dir, out.rows.schema)
-        stage.finalize(tmp_dir, out.rows.schema)
+        out, counts = write_outcomes(stage, docs, tmp_dir, resources, release=True)
         stats = stage_stats(stage, fingerprint, counts, records_in, time.time() - started)
         stats.update(stage.extra_stats(tmp_dir, out.facts))
         fs.write_json(f"{tmp_dir}/{STATS}", stats)
@@ -331,11 +341,8 @@ def _run_chunk(stage: Stage, fs: HadoopFS, docs: DataFrame, count_input: bool, p
     fs.delete(tmp_dir)
     try:
         records_in = docs.count() if count_input else None
-        stage.check_input(docs)
-        out = stage.transform(docs, resources)
-        stage.write(out, tmp_dir)
-        counts = stage.count_outcomes(tmp_dir, out.rows.schema)
-        stage.finalize(tmp_dir, out.rows.schema)
+        # The resources (e.g. a started service) serve every chunk; the runner closes them at the end.
+        out, counts = write_outcomes(stage, docs, tmp_dir, resources, release=False)
         moved = {}
         for rel, size in sorted(fs.list_files(tmp_dir).items()):
             folder, _, name = rel.rpartition("/")

@@ -84,15 +84,22 @@ def fingerprint_of_output(spark, stage_dir: Path):
     return result
 
 
-def run_killed(tmp_path: Path, conf: Path, inputs: Path, stages: str, kill_after: str) -> None:
+def run_killed(tmp_path: Path, conf: Path, inputs: Path, stage: str, committed: int) -> Path:
+    """Run ``stage`` in a driver that is killed right after its ``committed``-th chunk; returns the run
+    folder, checked to hold exactly those chunks and no finished stage."""
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER_KILLED_AFTER_CHUNKS)
     killed = subprocess.run(
         [sys.executable, str(driver), "run", "--config", str(conf), "--input", str(inputs),
-         "--output", str(tmp_path), "--run", "r", "--stages", stages],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "KILL_AFTER_CHUNKS": kill_after},
+         "--output", str(tmp_path), "--run", "r", "--stages", stage],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "KILL_AFTER_CHUNKS": f"{stage}:{committed}"},
         start_new_session=True, capture_output=True, text=True, timeout=900)
     assert killed.returncode == -9, killed.stderr[-3000:]
+    run_dir = tmp_path / "r"
+    partial = list(run_dir.glob(f"{stage}.partial-*"))
+    assert len(partial) == 1 and len(list((partial[0] / "_chunks").glob("*.json"))) == committed
+    assert not (run_dir / stage).exists()
+    return run_dir
 
 
 @pytest.fixture(scope="module")
@@ -121,11 +128,7 @@ def test_an_uninterrupted_chunked_run_commits_every_chunk_and_counts_reconcile(w
 
 def test_killed_extract_resumes_at_the_first_unfinished_chunk_with_the_same_output(
         spark, warc_dir, chunk_conf, uninterrupted, tmp_path):
-    run_killed(tmp_path, chunk_conf, warc_dir, "extract", "extract:3")
-    run_dir = tmp_path / "r"
-    partial = list(run_dir.glob("extract.partial-*"))
-    assert len(partial) == 1 and len(list((partial[0] / "_chunks").glob("*.json"))) == 3
-    assert not (run_dir / "extract").exists()
+    run_dir = run_killed(tmp_path, chunk_conf, warc_dir, "extract", committed=3)
 
     lines = []
     stats = run_pipeline(spark, config.load(str(chunk_conf)), [str(warc_dir)], ["extract"], str(tmp_path), "r",
@@ -147,11 +150,7 @@ def test_killed_pii_resumes_its_chunks_and_matches_an_uninterrupted_run(spark, u
     cfg = config.load(str(conf))
     whole = run_pipeline(spark, cfg, [str(docs)], ["pii"], str(tmp_path / "whole"), "r", echo=lambda _: None)[0]
 
-    run_killed(tmp_path, conf, docs, "pii", "pii:1")
-    run_dir = tmp_path / "r"
-    partial = list(run_dir.glob("pii.partial-*"))
-    assert len(partial) == 1 and len(list((partial[0] / "_chunks").glob("*.json"))) == 1
-    assert not (run_dir / "pii").exists()
+    run_dir = run_killed(tmp_path, conf, docs, "pii", committed=1)
 
     lines = []
     pii = run_pipeline(spark, cfg, [str(docs)], ["pii"], str(tmp_path), "r", echo=lines.append)[0]
