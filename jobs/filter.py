@@ -38,14 +38,13 @@ from jobs.fs import HadoopFS
 from jobs.perplexity import with_ppl_bucket
 from jobs.scrub import scrubbed
 from jobs.stage import Stage, Transformed
-from udfs.filter import DocumentFilter
-from udfs.quality import SIGNALS
+from udfs.filter import FILTER_SIGNALS, DocumentFilter
 
 _ARROW_KINDS = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
 # The columns this stage adds (replacing same-named input columns), in output order.
 FILTER_FIELDS = pa.schema(
     [("lang", pa.string()), ("lang_score", pa.float64())]
-    + [(name, _ARROW_KINDS[kind]) for name, kind in SIGNALS.items()]
+    + [(name, _ARROW_KINDS[kind]) for name, kind in FILTER_SIGNALS.items()]
     + [("perplexity", pa.float64())]
     + [("failed_rules", pa.list_(pa.string())), ("reject_rule", pa.string()), ("reject_value", pa.float64()),
        ("error", pa.string()), ("_outcome", pa.string())])

@@ -7,9 +7,10 @@ active ones and ``enabled: false`` switches a single rule off. The rule table li
 ``conf/filter.yaml`` (the single source of the defaults); ``conf/presets/seed000.yaml`` switches to
 seed 000's threshold table. Language rules come first: with ``language.targets`` set, a document in
 another language fails ``language``, one below its minimum score fails ``language_score``.
-The ``perplexity`` rule (ruleset ``perplexity``) comes last: a document whose n-gram LM perplexity
-(``udfs/perplexity.py``) is above its language's ``perplexity.max_perplexity`` fails it (languages
-without a model or a maximum never do).
+A rule may name ``languages``: it then judges only documents in those (C4's bad-words rule, whose
+lists are reliable in some languages only). The ``perplexity`` rule (ruleset ``perplexity``) comes
+last: a document whose n-gram LM perplexity (``udfs/perplexity.py``) is above its language's
+``perplexity.max_perplexity`` fails it (languages without a model or a maximum never do).
 
 A document's outcome is the first rule it fails, in table order (``reject_rule``) with the measured
 value (``reject_value``, a double: booleans are 1.0, the language rules report ``lang_score``);
@@ -23,6 +24,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from udfs.badwords import BadWords
 from udfs.config import ConfigError, build, require_file, shipped_section
 from udfs.langid import LanguageIdentifier
 from udfs.perplexity import PerplexityConfig, PerplexityScorer
@@ -31,6 +33,10 @@ from udfs.quality import SIGNALS, compute_signals
 RULESETS = ("gopher_quality", "gopher_repetition", "c4", "fineweb", "seed000", "perplexity")
 LANGUAGE_RULES = ("language", "language_score")
 PERPLEXITY_RULE = "perplexity"
+# Signals that need the document's language, set here rather than in udfs/quality.py: C4's bad-words
+# count (distinct listed words found; null in a language without a list).
+LANGUAGE_SIGNALS = {"bad_words": "int"}
+FILTER_SIGNALS = {**SIGNALS, **LANGUAGE_SIGNALS}
 
 
 @dataclass(frozen=True)
@@ -66,12 +72,14 @@ class RuleConfig:
     min: Optional[float] = None
     max: Optional[float] = None
     enabled: bool = True
+    # Judge only documents in these languages (lid.176 codes); empty: every document.
+    languages: List[str] = field(default_factory=list)
 
     def validate(self, prefix: str) -> None:
         if self.ruleset not in RULESETS:
             raise ConfigError(f"{prefix}.ruleset: must be one of {', '.join(RULESETS)}, got {self.ruleset!r}")
-        if self.signal not in SIGNALS:
-            raise ConfigError(f"{prefix}.signal: unknown signal {self.signal!r} (signals: {', '.join(SIGNALS)})")
+        if self.signal not in FILTER_SIGNALS:
+            raise ConfigError(f"{prefix}.signal: unknown signal {self.signal!r} (signals: {', '.join(FILTER_SIGNALS)})")
         if self.min is None and self.max is None:
             raise ConfigError(f"{prefix}: a rule needs min, max or both")
 
@@ -93,6 +101,8 @@ class FilterConfig:
         default_factory=lambda: {"en": ["the", "be", "to", "of", "and", "that", "have", "with"]})
     # Rejected documents written per rule to <stage>/samples/<rule>.jsonl for spot-checking.
     samples_per_rule: int = 20
+    # The bad_words signal's lists: language -> file replacing the shipped LDNOOBW list (udfs/badwords.py).
+    bad_word_lists: Dict[str, str] = field(default_factory=dict)
     # The perplexity signal, its per-language maximum (rule ``perplexity``) and the ppl_bucket cut-offs.
     perplexity: PerplexityConfig = field(default_factory=PerplexityConfig)
 
@@ -105,6 +115,8 @@ class FilterConfig:
             raise ConfigError(f"{prefix}.rules.{sorted(clash)[0]}: name is reserved for a built-in rule")
         if self.samples_per_rule < 0:
             raise ConfigError(f"{prefix}.samples_per_rule: must be >= 0")
+        for lang, path in self.bad_word_lists.items():
+            require_file(path, f"{prefix}.bad_word_lists.{lang}")
 
     def active_rules(self) -> Dict[str, RuleConfig]:
         return {name: rule for name, rule in self.rules.items() if rule.enabled and rule.ruleset in self.rulesets}
@@ -133,6 +145,7 @@ class DocumentFilter:
         self.stop_words = {lang: frozenset(w.lower() for w in words) for lang, words in cfg.stop_words.items()}
         self.targets = set(cfg.language.targets)
         self.perplexity = PerplexityScorer(cfg.perplexity)  # models are cached per worker
+        self.bad_words = BadWords(cfg.bad_word_lists)
 
     def apply(self, texts: List[Optional[str]]) -> Dict[str, list]:
         """Column name -> values: lang, lang_score, every signal, perplexity, failed_rules,
@@ -140,7 +153,7 @@ class DocumentFilter:
         present = [i for i, text in enumerate(texts) if text is not None]
         langs, scores = self.identifier.predict([texts[i] for i in present])
         n = len(texts)
-        columns: Dict[str, list] = {name: [None] * n for name in ("lang", "lang_score", *SIGNALS, "error")}
+        columns: Dict[str, list] = {name: [None] * n for name in ("lang", "lang_score", *FILTER_SIGNALS, "error")}
         for text_index, lang, score in zip(present, langs, scores):
             columns["lang"][text_index] = lang
             columns["lang_score"][text_index] = score
@@ -151,6 +164,7 @@ class DocumentFilter:
                 continue
             for name, value in signals.items():
                 columns[name][text_index] = value
+            columns["bad_words"][text_index] = self.bad_words.count(texts[text_index], lang)
         for i, text in enumerate(texts):
             if text is None:
                 columns["error"][i] = "text is null"
@@ -186,6 +200,8 @@ class DocumentFilter:
                     fails |= values < rule.min
                 if rule.max is not None:
                     fails |= values > rule.max
+            if rule.languages:
+                fails &= np.array([l in rule.languages for l in columns["lang"]], dtype=bool)
             names.append(name)
             masks.append(fails)
             measured.append(values)

@@ -34,6 +34,7 @@ from warcio.utils import BUFF_SIZE
 from udfs.config import ConfigError
 from udfs.html import charset_from_content_type, decode_html, extract_main_text
 from udfs.text import normalize_text
+from udfs.url_filter import UrlFilter, UrlFilterConfig
 
 EXTRACTORS = ("resiliparse", "trafilatura")
 
@@ -54,6 +55,8 @@ class ExtractConfig:
     max_header_bytes: int = 1_000_000
     # Documents with fewer characters after extraction and normalisation are rejected as no_text.
     min_text_chars: int = 1
+    # Block-listed domains and banned URL words: rejected before the payload is read (udfs/url_filter.py).
+    url_filter: UrlFilterConfig = field(default_factory=UrlFilterConfig)
 
     def validate(self, prefix: str) -> None:
         if self.extractor not in EXTRACTORS:
@@ -286,6 +289,7 @@ class WarcDocumentReader:
         self.cfg = cfg
         self.sample_fraction = sample_fraction
         self.mime_types = tuple(m.lower() for m in cfg.html_mime_types)
+        self.url_filter = UrlFilter(cfg.url_filter)
 
     def read(self, source: str, open_stream: Callable[[], BinaryIO]) -> Iterator[dict]:
         name = source.lower().rstrip("/")
@@ -380,6 +384,9 @@ class WarcDocumentReader:
         content_type = (http.get_header("Content-Type") or "").lower()
         if not content_type.split(";")[0].strip().startswith(self.mime_types):
             return reject("non_html", content_type.split(";")[0].strip() or "missing")
+        blocked = self.url_filter.verdict(row["url"])
+        if blocked:  # before any text work: the payload is not even read
+            return reject(*blocked)
         if record.payload_length > self.cfg.max_payload_bytes:  # known before reading: see read_payload
             row["content_length"] = record.payload_length
             return reject("oversized", f">{self.cfg.max_payload_bytes}")

@@ -1,0 +1,145 @@
+"""URL filtering in extract (url_domain, url_word) and C4's bad-words rule in filter, on real records.
+
+The URL filter runs on WARC records written here and read by the real reader: a rejected page's
+payload is never parsed. The bad-words rule runs through the filter's real DocumentFilter (fastText
+LID included), on by default for English only.
+"""
+import dataclasses
+import io
+
+import pytest
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from jobs import config
+from udfs.badwords import BadWords
+from udfs.config import ConfigError
+from udfs.filter import DocumentFilter
+from udfs.url_filter import UrlFilter, UrlFilterConfig
+from udfs.warc import WarcDocumentReader
+
+PAGE = (b"<html><body><article><p>The committee met on Tuesday to discuss the new library budget, "
+        b"which covers books, staff and the reading rooms for the coming year.</p></article></body></html>")
+
+
+def warc_of(urls, path):
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        for url in urls:
+            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(PAGE),
+                                                          http_headers=http))
+    return str(path)
+
+
+@pytest.fixture
+def domain_list(tmp_path):
+    path = tmp_path / "domains"
+    path.write_text("# company list\nblocked-casino.example\n*.ads.example.org\n")
+    return str(path)
+
+
+def test_block_listed_domain_and_url_words_are_rejected_with_their_reasons(tmp_path, domain_list):
+    # The boilerplate classifier is not what is tested here: the kept pages only need their text.
+    cfg = config.load(overrides={"extract": {"boilerplate_filter": False,
+                                             "url_filter": {"domain_lists": [domain_list]}}}).extract
+    urls = ["https://www.blocked-casino.example/poker",          # subdomain of a listed domain
+            "https://tracker.ads.example.org/x",                 # listed with a wildcard
+            "https://videos.example.com/free-porno-clips",        # banned word
+            "https://example.net/hot-nude-sex-pics",              # two soft words
+            "https://youporn.example.com/",                       # banned subword inside a word
+            "https://example.com/sex-education-for-teachers",    # one soft word: kept
+            "https://notblocked-casino.example/poker",            # a different domain ending alike: kept
+            "https://www.ford.example/escort-parts"]              # one soft word: kept
+    path = warc_of(urls, tmp_path / "a.warc.gz")
+    rows = {r["url"]: r for r in WarcDocumentReader(cfg).read(path, lambda: open(path, "rb"))}
+    verdicts = [(rows[u]["_outcome"], rows[u]["reject_rule"], rows[u]["reject_value"]) for u in urls]
+    assert verdicts == [("rejected", "url_domain", "blocked-casino.example"),
+                        ("rejected", "url_domain", "ads.example.org"),
+                        ("rejected", "url_word", "porno"),
+                        ("rejected", "url_word", "nude+sex"),
+                        ("rejected", "url_word", "porn"),
+                        ("kept", None, None), ("kept", None, None), ("kept", None, None)]
+    assert all(rows[u]["text"] is None and rows[u]["content_length"] is None for u in urls[:5])  # never read
+
+
+def test_url_filter_can_be_switched_off_and_checks_its_settings(tmp_path):
+    assert UrlFilter(UrlFilterConfig(enabled=False)).verdict("https://example.com/porno") is None
+    assert UrlFilter(UrlFilterConfig(soft_threshold=1)).verdict("https://example.com/sex-ed") == ("url_word", "sex")
+    with pytest.raises(ConfigError, match=r"extract.url_filter.domain_lists\[0\]: file not found"):
+        config.load(overrides={"extract": {"url_filter": {"domain_lists": [str(tmp_path / "none")]}}})
+    with pytest.raises(ConfigError, match="no domain list ships"):
+        config.load(overrides={"extract": {"url_filter": {"domain_lists": ["shipped"]}}})
+
+
+def test_a_changed_list_changes_the_lists_fingerprint(tmp_path, domain_list):
+    cfg = UrlFilterConfig(domain_lists=[domain_list])
+    before = cfg.lists_fingerprint()
+    (tmp_path / "domains").write_text("another.example\n")
+    assert cfg.lists_fingerprint() != before
+
+
+def test_shipped_url_lists_keep_the_urls_of_real_crawls(shared_urls):
+    """Precision on URLs nobody tuned on: every target URI of the shared WARCs (archive.org, gov.uk,
+    Common Crawl, ClueWeb) is kept."""
+    url_filter = UrlFilter(UrlFilterConfig())
+    assert [u for u in shared_urls if url_filter.verdict(u)] == []
+
+
+@pytest.fixture(scope="module")
+def shared_urls():
+    from warcio.archiveiterator import ArchiveIterator
+
+    from conftest import shared
+    urls = set()
+    for path in sorted(shared("warc").glob("*.warc.gz")):
+        with open(path, "rb") as stream:
+            urls.update(r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(stream)
+                        if r.rec_headers.get_header("WARC-Target-URI"))
+    assert len(urls) > 500
+    return sorted(urls)
+
+
+# ---------------------------------------------------------------- C4's bad-words rule in filter
+
+ENGLISH = ("The museum opened a new wing this spring. Visitors can see paintings from the last two "
+           "centuries, and the guides explain how each one was restored. {extra} The cafe on the "
+           "ground floor serves lunch until three. Tickets are cheaper for students and families.")
+
+
+def verdict(filter_cfg, text):
+    out = DocumentFilter(filter_cfg).apply([text])
+    return out["lang"][0], out["bad_words"][0], out["failed_rules"][0]
+
+
+def test_a_page_with_a_listed_word_is_rejected_by_the_c4_rule_only_when_it_is_on():
+    on = config.PipelineConfig().filter
+    rules = dict(on.rules)
+    rules["c4_bad_words"] = dataclasses.replace(rules["c4_bad_words"], enabled=False)
+    off = dataclasses.replace(on, rules=rules)
+    dirty = ENGLISH.format(extra="One room shows erotic drawings and a dildo.")
+    clean = ENGLISH.format(extra="One room shows maps of the old harbour.")
+    assert verdict(on, dirty)[:2] == ("en", 2) and "c4_bad_words" in verdict(on, dirty)[2]
+    assert verdict(off, dirty)[:2] == ("en", 2) and "c4_bad_words" not in verdict(off, dirty)[2]
+    assert verdict(on, clean)[1] == 0 and "c4_bad_words" not in verdict(on, clean)[2]
+
+
+def test_the_c4_rule_judges_only_its_languages_but_the_signal_is_stored_for_every_list():
+    on = config.PipelineConfig().filter
+    chinese = "这家公司生产的奶粉质量很好，适合成人和儿童饮用。我们每天都喝，味道也不错，价格合理，推荐大家购买。"
+    lang, count, failed = verdict(on, chinese)
+    assert (lang, count) == ("zh", 2) and "c4_bad_words" not in failed  # 奶, 成人: zh is off by default
+    rules = dict(on.rules)
+    rules["c4_bad_words"] = dataclasses.replace(rules["c4_bad_words"], languages=["en", "zh"])
+    assert "c4_bad_words" in verdict(dataclasses.replace(on, rules=rules), chinese)[2]
+
+
+def test_bad_words_match_whole_words_in_spaced_languages_and_anywhere_in_unspaced_ones(tmp_path):
+    words = BadWords({})
+    assert words.count("a g-spot and a g spot", "en") == 1   # one entry, spelled two ways
+    assert words.count("Scunthorpe's classic assessment", "en") == 0  # no word inside a word
+    assert words.count("可能性很大", "zh") == 0               # 性 is on datatrove's allow-list
+    assert words.count("text", "xx") is None                  # no list: no signal
+    own = tmp_path / "en.txt"
+    own.write_text("# ours\nharbour\n")
+    assert BadWords({"en": str(own)}).count("the old harbour", "en") == 1

@@ -1,0 +1,90 @@
+"""Bad-word lists and the C4 bad-words signal (Raffel et al. 2020; datatrove ``C4BadWordsFilter``).
+
+The lists shipped in ``udfs/blocklists/ldnoobw/`` are LDNOOBW's (CC BY 4.0, see NOTICE), one file per
+language, one entry per line. C4 drops a page that contains any listed word: in languages written
+with spaces an entry matches as whole words (``g-spot`` matches "g spot" and "g-spot", never
+"g-spotted"), in Japanese, Thai and Chinese anywhere in the text. ``bad_words`` counts the distinct
+entries a text contains; which languages the rule acts on is the rule's setting (``conf/filter.yaml``).
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
+
+LDNOOBW_DIR = Path(__file__).resolve().parent / "blocklists" / "ldnoobw"
+# Written without spaces between words: an entry matches anywhere, as C4 and datatrove do.
+UNSPACED_LANGUAGES = frozenset({"ja", "th", "zh"})
+# Entries mostly innocent in running text, dropped as datatrove does (性 is in 可能性, 女の子 is "girl").
+ALLOWLIST = {"ja": {"sm", "グロ", "女の子"}, "zh": {"性"}}
+# LDNOOBW file names that differ from fastText lid.176's language codes.
+LID_CODES = {"fil": "tl"}
+_WORD = re.compile(r"\w+")
+
+
+def read_word_list(path: Path) -> List[str]:
+    """Entries of a list file: one per line, lower-cased; blank lines and ``#`` comments skipped."""
+    entries = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.strip().lower()
+        if line and not line.startswith("#"):
+            entries.append(line)
+    return entries
+
+
+def shipped_lists() -> Dict[str, Path]:
+    """Language (lid.176 code) -> the shipped LDNOOBW file."""
+    return {LID_CODES.get(p.name, p.name): p for p in sorted(LDNOOBW_DIR.iterdir())
+            if p.is_file() and p.name != "LICENSE"}
+
+
+def word_sequences(entries: Iterable[str]) -> FrozenSet[Tuple[str, ...]]:
+    """Each entry as its sequence of word tokens (punctuation and spacing inside an entry ignored)."""
+    return frozenset(tuple(_WORD.findall(e)) for e in entries if _WORD.search(e))
+
+
+class WordSequenceMatcher:
+    """Finds listed entries in a token sequence: single words and runs of up to the longest entry."""
+
+    def __init__(self, sequences: FrozenSet[Tuple[str, ...]]):
+        self.sequences = sequences
+        self.lengths = sorted({len(s) for s in sequences})
+
+    def found(self, tokens: List[str]) -> set:
+        hits = set()
+        for length in self.lengths:
+            for i in range(len(tokens) - length + 1):
+                key = tuple(tokens[i:i + length])
+                if key in self.sequences:
+                    hits.add(key)
+        return hits
+
+
+class BadWords:
+    """The C4 bad-words signal of a text in a language: distinct listed entries found, None without a list."""
+
+    def __init__(self, lists: Dict[str, str]):
+        """``lists``: language -> list file; languages not given use the shipped list."""
+        self.files = {**{lang: str(p) for lang, p in shipped_lists().items()}, **lists}
+
+    def count(self, text: str, lang: Optional[str]) -> Optional[int]:
+        if lang not in self.files:
+            return None
+        unspaced, pattern, sequences = _compiled(self.files[lang], lang)
+        lowered = text.lower()
+        if unspaced:
+            return len(set(pattern.findall(lowered))) if pattern is not None else 0
+        return len(sequences.found(_WORD.findall(lowered)))
+
+
+@lru_cache(maxsize=None)
+def _compiled(path: str, lang: str):
+    """A list compiled once per worker: (unspaced, substring pattern, word-sequence matcher)."""
+    entries = [e for e in read_word_list(Path(path)) if e not in ALLOWLIST.get(lang, ())]
+    if lang in UNSPACED_LANGUAGES:
+        # Longest first, so that overlapping entries count as the longest one found.
+        alternatives = sorted(set(entries), key=len, reverse=True)
+        pattern = re.compile("|".join(map(re.escape, alternatives))) if alternatives else None
+        return True, pattern, None
+    return False, None, WordSequenceMatcher(word_sequences(entries))
