@@ -1,15 +1,19 @@
 """pack: the samples of ``mix`` → fixed-length token sequences (``udfs.packing``).
 
-Every Spark task streams its rows in Arrow batches, tokenizes each batch at once and packs them with
-one best-fit packer, whose bounded buffer is all the memory a task needs. Each sequence then goes to
-bucket (= MindRecord shard) ``hash(sequence id) mod mix.buckets``: shards stay balanced, and packing
-is not split by bucket, which would leave a partly filled tail per bucket and task.
+Each document copy (a row of ``mix``) goes to bucket (= MindRecord shard) ``(hash(id) + epoch) mod
+mix.buckets``: the copies of a document land in different shards as long as there are at least as
+many shards as copies. Each bucket is packed by one best-fit packer in one Spark task, its rows
+shuffled by a hash of ``sample_id`` (deterministic), so neighbours in a window are unrelated
+documents, and the packer never puts two pieces of one document (copies included) in one sequence.
+The packer's bounded buffer is all the memory a task needs; each bucket ends with at most one
+partly filled sequence.
 
 Output rows are sequences, not documents, so this stage does not pass the document columns through:
 ``id`` (a hash of the pieces it holds), ``bucket``, ``input_ids``, ``segment_ids``, ``loss_mask``
 (int32 arrays of ``seq_len``), ``n_tokens`` (non-padding) and ``segments`` (per piece: sample id,
 domain, piece number, tokens, whether it ends its document, and what the document lost to truncation
-and hard cuts) — the audit trail from every token back to its document.
+and hard cuts) — the audit trail from every token back to its document. ``kept/`` holds only these
+columns (the bookkeeping columns of the write are dropped from it).
 
 Counts reconcile per document: each sequence counts the documents whose last piece (with EOS) it
 holds, so ``records_in = documents packed + rejected (empty text) + errors``.
@@ -17,16 +21,16 @@ holds, so ``records_in = documents packed + rejected (empty text) + errors``.
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import Iterator, List
+from typing import Iterator, List, Tuple
 
 import numpy as np
 import pyarrow as pa
-import xxhash
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from jobs.stage import Stage, Transformed
+from jobs.fs import HadoopFS
+from jobs.stage import BOOKKEEPING_COLUMNS, Stage, Transformed
 from udfs.packing import PackedSequence, SequencePacker
 from udfs.tokenizer import cached_tokenizer
 
@@ -51,19 +55,21 @@ def _int_lists(arrays: List[np.ndarray]) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.int32()))
 
 
-def bucket_of_key(key: str, buckets: int) -> int:
-    """The shard of a sequence: a hash of its id, so shards are balanced and reruns identical."""
-    return xxhash.xxh64_intdigest(key.encode("utf-8")) % buckets
+def copy_bucket(doc_id, epoch, buckets: int):
+    """The shard of a copy of a document: its document's hash plus its epoch, so the copies of one
+    document take consecutive, distinct shards (while copies <= buckets)."""
+    return F.pmod(F.pmod(F.xxhash64(doc_id), F.lit(buckets)) + epoch, F.lit(buckets)).cast("int")
 
 
-def sequences_batch(sequences: List[PackedSequence], buckets: int) -> pa.RecordBatch:
+def sequences_batch(packed: List[Tuple[int, PackedSequence]]) -> pa.RecordBatch:
+    sequences = [s for _, s in packed]
     n = len(sequences)
     ids = [s.sequence_id for s in sequences]
     segments = [[{"sample_id": p.sample_id, "domain": p.domain, "piece": p.index, "tokens": len(p.tokens),
                   "last": p.last, "truncated": p.truncated, "hard_cuts": p.hard_cuts} for p in s.pieces]
                 for s in sequences]
     return pa.RecordBatch.from_arrays([
-        pa.array(ids, pa.string()), pa.array([bucket_of_key(i, buckets) for i in ids], pa.int32()),
+        pa.array(ids, pa.string()), pa.array([bucket for bucket, _ in packed], pa.int32()),
         _int_lists([s.input_ids for s in sequences]), _int_lists([s.segment_ids for s in sequences]),
         _int_lists([s.loss_mask for s in sequences]),
         pa.array([s.n_tokens for s in sequences], pa.int32()), pa.array(segments, pa.list_(SEGMENT)),
@@ -72,8 +78,8 @@ def sequences_batch(sequences: List[PackedSequence], buckets: int) -> pa.RecordB
     ], schema=PACK_SCHEMA)
 
 
-def dropped_row(sample_id: str, buckets: int, outcome: str, reason: str) -> dict:
-    return {"id": sample_id, "bucket": bucket_of_key(sample_id, buckets), "_count": 1, "_outcome": outcome,
+def dropped_row(sample_id: str, bucket: int, outcome: str, reason: str) -> dict:
+    return {"id": sample_id, "bucket": bucket, "_count": 1, "_outcome": outcome,
             **({"reject_rule": reason} if outcome == "rejected" else {"error": reason})}
 
 
@@ -87,32 +93,60 @@ class PackStage(Stage):
         cfg, buckets = self.settings, self.cfg.mix.buckets
         sample_id = F.col("sample_id") if "sample_id" in docs.columns else F.col("id")
         domain = F.col("domain") if "domain" in docs.columns else F.lit("")
-        rows = docs.select(sample_id.alias("sample_id"), F.coalesce(domain, F.lit("")).alias("domain"), F.col("text"))
+        epoch = F.coalesce(F.col("epoch"), F.lit(0)) if "epoch" in docs.columns else F.lit(0)
+        rows = docs.select(F.col("id").alias("doc_id"), sample_id.alias("sample_id"),
+                           F.coalesce(domain, F.lit("")).alias("domain"), epoch.cast("int").alias("epoch"),
+                           F.col("text"))
+        # One task per bucket; within it the rows in an order fixed by a hash of the sample id.
+        rows = (rows.withColumn("bucket", copy_bucket(F.col("doc_id"), F.col("epoch"), buckets))
+                .repartition(buckets, "bucket").sortWithinPartitions("bucket", F.xxhash64("sample_id")))
 
         def pack_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            packer = SequencePacker(cfg, cached_tokenizer(cfg.tokenizer))
-            done: List[PackedSequence] = []
+            packer, bucket = None, None
+            done: List[Tuple[int, PackedSequence]] = []
             for batch in batches:
                 data = batch.to_pydict()
-                live = [i for i, text in enumerate(data["text"]) if text]
-                dropped = [dropped_row(data["sample_id"][i], buckets, "rejected", EMPTY)
-                           for i, text in enumerate(data["text"]) if not text]
-                for i, ids in zip(live, packer.encode([data["text"][i] for i in live])):
+                texts = data["text"]
+                dropped = [dropped_row(data["sample_id"][i], data["bucket"][i], "rejected", EMPTY)
+                           for i, text in enumerate(texts) if not text]
+                live = [i for i, text in enumerate(texts) if text]
+                tokenizer = cached_tokenizer(cfg.tokenizer)
+                for i, ids in zip(live, tokenizer.encode_batch([texts[i] for i in live])):
+                    if data["bucket"][i] != bucket:  # a task may hold several buckets, one after another
+                        done += [(bucket, s) for s in packer.finish()] if packer else []
+                        packer, bucket = SequencePacker(cfg, tokenizer), data["bucket"][i]
                     try:
-                        done += packer.add_document(ids, data["text"][i], data["sample_id"][i], data["domain"][i])
+                        done += [(bucket, s) for s in packer.add_document(
+                            ids, texts[i], data["sample_id"][i], data["domain"][i], data["doc_id"][i])]
                     except Exception as exc:  # one bad document must not fail the task
-                        dropped.append(dropped_row(data["sample_id"][i], buckets, "error",
+                        dropped.append(dropped_row(data["sample_id"][i], bucket, "error",
                                                    f"{type(exc).__name__}: {exc}"))
                 if dropped:
                     yield pa.RecordBatch.from_pylist(dropped, schema=PACK_SCHEMA)
                 while len(done) >= OUT_ROWS:
-                    yield sequences_batch(done[:OUT_ROWS], buckets)
+                    yield sequences_batch(done[:OUT_ROWS])
                     done = done[OUT_ROWS:]
-            done += packer.finish()
+            done += [(bucket, s) for s in packer.finish()] if packer else []
             for start in range(0, len(done), OUT_ROWS):
-                yield sequences_batch(done[start:start + OUT_ROWS], buckets)
+                yield sequences_batch(done[start:start + OUT_ROWS])
 
         return Transformed(rows.mapInArrow(pack_partition, from_arrow_schema(PACK_SCHEMA)))
+
+    def finalize(self, tmp_dir: str, schema) -> None:
+        """The run layout, then ``kept/`` rewritten without the write's bookkeeping columns (all null
+        or, for ``_count``, the documents a sequence ends, which ``segments`` says too): the training
+        data holds only what a trainer or a person reads."""
+        super().finalize(tmp_dir, schema)
+        kept = self.spark.read.parquet(f"{tmp_dir}/kept")
+        extra = [c for c in BOOKKEEPING_COLUMNS if c in kept.columns]
+        if not extra:
+            return
+        clean = f"{tmp_dir}/kept.clean"
+        (kept.drop(*extra).write.partitionBy(*self.partition_columns)
+            .option("compression", self.cfg.io.parquet_compression).parquet(clean))
+        fs = HadoopFS(self.spark)
+        fs.delete(f"{tmp_dir}/kept")
+        fs.rename(clean, f"{tmp_dir}/kept")
 
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         seq_len = self.settings.seq_len

@@ -177,6 +177,28 @@ def test_packing_real_documents_loses_no_token_and_fills_windows(cl100k):
     assert efficiency >= 0.99, efficiency
 
 
+def test_copies_of_a_document_never_share_a_sequence(cl100k):
+    """Three copies of every document (as mix repeats them) in one packer: best-fit would put copies of
+    equal length side by side; no sequence may hold two pieces of one document, and windows still fill."""
+    docs = all_domains()
+    cfg = PackConfig(seq_len=2048)
+    ids = cl100k.encode_batch([d["text"] for d in docs])
+    packer = BestFitPacker(cfg.seq_len, cl100k.eos_id, cfg.buffer_sequences, cfg.max_open_sequences,
+                           cfg.min_piece_tokens)
+    sequences = []
+    for epoch in range(3):
+        for doc, doc_ids in zip(docs, ids):
+            sequences += packer.add(Document(doc_ids, doc["text"], f"{doc['id']}#{epoch}", doc["expected"],
+                                             cl100k, cfg, doc_id=doc["id"]))
+    sequences += packer.finish()
+    for s in sequences:
+        documents = [p.sample_id.split("#")[0] for p in s.pieces]
+        assert len(documents) == len(set(documents)), documents
+    copies = {p.sample_id for s in sequences for p in s.pieces if p.last}
+    assert len(copies) == 3 * len(docs)
+    assert sum(s.n_tokens for s in sequences) / (len(sequences) * 2048) >= 0.99
+
+
 def test_segments_mask_and_positions_of_an_assembled_sequence():
     pieces = [Piece(np.array([5, 6, 7], np.int32), "a", "web", 0, True),
               Piece(np.array([8, 9], np.int32), "b", "web", 2, False)]
@@ -241,3 +263,25 @@ def test_mindrecord_sequences_read_back_equal_the_parquet(spark, packed):
         for column in ("input_ids", "segment_ids", "loss_mask"):
             assert row[column].dtype == np.int32 and row[column].shape == (512,)
             assert row[column].tolist() == list(expected[column])
+
+
+def test_repeats_land_in_different_sequences_and_shards(spark, packed):
+    """mix repeats documents (epoch >= 1); pack puts no two pieces of a document in one sequence, and
+    the copies of a document that has no more copies than there are shards in different shards."""
+    run_dir, stats = packed
+    copies = {}  # document id -> epoch -> [(sequence id, bucket)] of its pieces
+    for row in spark.read.parquet(str(run_dir / "pack" / "kept")).select("id", "bucket", "segments").collect():
+        for segment in row["segments"]:
+            doc, epoch = segment["sample_id"].rsplit("#", 1)
+            copies.setdefault(doc, {}).setdefault(epoch, []).append((row["id"], row["bucket"]))
+    repeated = {doc: by_epoch for doc, by_epoch in copies.items() if len(by_epoch) > 1}
+    assert stats["mix"]["repeat_rows"] > 0 and len(repeated) >= 10
+    for doc, by_epoch in copies.items():
+        pieces = [place for places in by_epoch.values() for place in places]
+        assert len({sequence for sequence, _ in pieces}) == len(pieces), f"{doc}: two pieces in one sequence"
+    shards = 2
+    spread = [by_epoch for by_epoch in repeated.values() if len(by_epoch) <= shards]
+    assert spread
+    for by_epoch in spread:
+        buckets = [{bucket for _, bucket in places} for places in by_epoch.values()]
+        assert all(len(b) == 1 for b in buckets) and len(set.union(*buckets)) == len(buckets), buckets

@@ -12,6 +12,9 @@ cuts at paragraph or sentence boundaries; seed 001: no sliding-window cuts throu
    counted). The document's last piece carries its EOS and is placed best-fit like a short document.
 4. Sequences close when full, or fullest first when more than ``max_open_sequences`` are open, so
    memory is bounded by the buffer and the open sequences, never by the input.
+   A sequence never holds two pieces of one document (``doc_id``): the repeats that ``mix`` makes of a
+   document (and the pieces of one long document) always land in different sequences, so a model
+   never sees a copy of a text in the context it is predicting it from.
 5. Each sequence carries ``input_ids``, ``segment_ids`` (1, 2, … per piece; 0 = padding) and
    ``loss_mask``. ``loss_mask[t]`` is 1 when token ``t`` is a real token that continues the same
    segment as token ``t-1``, i.e. it is a valid next-token target: a trainer using
@@ -118,8 +121,10 @@ class Document:
     """A tokenized document being cut into pieces; knows where its paragraphs and sentences end."""
 
     def __init__(self, ids: np.ndarray, text: str, sample_id: str, domain: str, tokenizer: Tokenizer,
-                 cfg: "PackConfig"):
+                 cfg: "PackConfig", doc_id: Optional[str] = None):
+        # sample_id names this copy of the document; doc_id the document every copy repeats.
         self.ids, self.sample_id, self.domain = ids, sample_id, domain
+        self.doc_id = sample_id if doc_id is None else doc_id
         self.eos_id, self.min_fill, self.min_piece = tokenizer.eos_id, cfg.paragraph_min_fill, cfg.min_piece_tokens
         self.truncated = self.hard_cuts = self.start = self.pieces = 0
         self.paragraphs = self.sentences = np.zeros(0, dtype=np.int64)
@@ -233,6 +238,7 @@ class BestFitPacker:
         self._buffered = 0
         self._room: List[Tuple[int, int]] = []    # sorted (free tokens, sequence number) of open sequences
         self._open: dict = {}                     # sequence number -> pieces
+        self._docs: dict = {}                     # sequence number -> doc_ids of its pieces
         self._next = 0
         self._closed: List[PackedSequence] = []
 
@@ -254,7 +260,7 @@ class BestFitPacker:
         whole = [d for d in self._buffer if d.remaining <= self.seq_len]
         # Longest first; ties keep arrival order, so the packing is deterministic.
         for document in sorted(whole, key=lambda d: -d.remaining):
-            self._best_fit(document.take(self.seq_len, fresh=True))
+            self._best_fit(document.take(self.seq_len, fresh=True), document.doc_id)
         for document in self._buffer:
             while not document.done:
                 self._place_part(document)
@@ -264,33 +270,40 @@ class BestFitPacker:
 
     def _place_part(self, document: Document) -> None:
         """The rest of a long document: best-fit if it fits somewhere, else the largest gap first."""
-        if self._room and document.remaining <= self._room[-1][0]:
-            self._best_fit(document.take(document.remaining, fresh=False))
+        key = document.doc_id
+        largest = next((i for i in reversed(range(len(self._room))) if key not in self._docs[self._room[i][1]]), None)
+        if largest is not None and document.remaining <= self._room[largest][0]:
+            self._best_fit(document.take(document.remaining, fresh=False), key)
             return
-        if self._room and self._room[-1][0] >= self.min_piece:
-            free, number = self._room[-1]
+        if largest is not None and self._room[largest][0] >= self.min_piece:
+            free, number = self._room[largest]
             piece = document.take(free, fresh=False)
             if piece is not None:
-                self._room.pop()
-                self._put(piece, free, number)
+                del self._room[largest]
+                self._put(piece, free, number, key)
                 return
-        self._put(document.take(self.seq_len, fresh=True), self.seq_len, self._new())
+        self._put(document.take(self.seq_len, fresh=True), self.seq_len, self._new(), key)
 
-    def _best_fit(self, piece: Piece) -> None:
+    def _best_fit(self, piece: Piece, key: str) -> None:
+        """Into the open sequence with the least room that takes the piece and holds no piece of its
+        document, else into a new one."""
         slot = bisect.bisect_left(self._room, (len(piece.tokens), -1))
+        while slot < len(self._room) and key in self._docs[self._room[slot][1]]:
+            slot += 1
         if slot < len(self._room):
             free, number = self._room.pop(slot)
         else:
             free, number = self.seq_len, self._new()
-        self._put(piece, free, number)
+        self._put(piece, free, number, key)
 
     def _new(self) -> int:
         self._next += 1
-        self._open[self._next] = []
+        self._open[self._next], self._docs[self._next] = [], set()
         return self._next
 
-    def _put(self, piece: Piece, free: int, number: int) -> None:
+    def _put(self, piece: Piece, free: int, number: int, key: str) -> None:
         self._open[number].append(piece)
+        self._docs[number].add(key)
         left = free - len(piece.tokens)
         if left == 0:
             self._close(number)
@@ -298,6 +311,7 @@ class BestFitPacker:
             bisect.insort(self._room, (left, number))
 
     def _close(self, number: int) -> None:
+        del self._docs[number]
         self._closed.append(assemble(self._open.pop(number), self.seq_len, self.pad_id))
 
     def _drain(self) -> List[PackedSequence]:
@@ -314,12 +328,11 @@ class SequencePacker:
         self.packer = BestFitPacker(cfg.seq_len, pad_id, cfg.buffer_sequences, cfg.max_open_sequences,
                                     cfg.min_piece_tokens)
 
-    def encode(self, texts: Sequence[str]) -> List[np.ndarray]:
-        return self.tokenizer.encode_batch(texts)
-
-    def add_document(self, ids: np.ndarray, text: str, sample_id: str, domain: str) -> List[PackedSequence]:
-        """Queue a tokenized, non-empty document (finding its boundaries may raise); returns closed sequences."""
-        return self.packer.add(Document(ids, text, sample_id, domain, self.tokenizer, self.cfg))
+    def add_document(self, ids: np.ndarray, text: str, sample_id: str, domain: str,
+                     doc_id: Optional[str] = None) -> List[PackedSequence]:
+        """Queue a tokenized, non-empty document (finding its boundaries may raise); returns closed
+        sequences. Copies of one document share ``doc_id`` and never share a sequence."""
+        return self.packer.add(Document(ids, text, sample_id, domain, self.tokenizer, self.cfg, doc_id))
 
     def finish(self) -> List[PackedSequence]:
         return self.packer.finish()
