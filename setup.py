@@ -17,6 +17,7 @@ setup(
         "numpy>=1.24,<3",
         "pyyaml>=6,<7",
         "warcio>=1.7,<2",
+        "FastWARC>=2.0.1,<3",
         "resiliparse>=2.0,<3",
         "trafilatura>=1.12,<3",
         "mindspore>=2.3,<3",
