@@ -6,7 +6,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from conftest import SHARED_DATA, shared
-from udfs.warc import ExtractConfig, WarcDocumentReader, document_id, in_sample
+from udfs.warc import ExtractConfig, WarcDocumentReader, _ReadAgain, document_id, in_sample
 
 
 def read(path: Path, cfg: ExtractConfig = ExtractConfig(), sample=None):
@@ -126,3 +126,38 @@ def test_sample_is_deterministic_and_proportional():
     assert sum(r["_count"] for r in sampled) == warcio_record_count(path)
     kept = outcomes(sampled)[("kept", None)]
     assert 15 < kept < 50 and outcomes(sampled)[("skipped", "not_sampled")] > 40
+
+
+# Every shared file the reader takes for a WARC (not named .arc/.arc.gz): FastWARC reads it first.
+WARC_FILES = sorted(str(p.relative_to(SHARED_DATA)) for p in (SHARED_DATA / "warc").rglob("*")
+                    if p.is_file() and not p.name.endswith((".arc", ".arc.gz"))) or ["(none)"]
+
+
+def rows_of_pass(read_pass, path: Path):
+    """Rows and skip counts of one way of reading ``path``, and whether it read it to the end."""
+    skipped: Counter = Counter()
+    rows = []
+    try:
+        for row in read_pass(str(path), lambda: open(path, "rb"), "warc", path.name.endswith(".gz"), skipped):
+            rows.append(row)
+    except _ReadAgain:
+        return rows, skipped, False
+    return rows, skipped, True
+
+
+@pytest.mark.parametrize("name", WARC_FILES)
+def test_fastwarc_pass_gives_the_rows_of_the_checked_warcio_path(name):
+    # FastWARC reads .warc/.warc.gz first; what it gives must be exactly what the bounded warcio
+    # path gives (ids, offsets, every column, the skip counts), and where its checks fail it must
+    # give up before any row the warcio path would not give.
+    path = shared(name)
+    reader = WarcDocumentReader(ExtractConfig())
+    fast, fast_skipped, vouched = rows_of_pass(reader._fastwarc_pass, path)
+    checked, checked_skipped, whole = rows_of_pass(reader._warcio_pass, path)
+    if not whole:
+        checked, checked_skipped, _ = rows_of_pass(reader._whole_file_gzip_pass, path)
+    assert fast == checked[:len(fast)]
+    if vouched:
+        assert fast == checked and fast_skipped == checked_skipped
+    if "/edge-cases/" not in f"/{name}":  # real crawls: read by FastWARC to the end
+        assert vouched
