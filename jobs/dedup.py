@@ -1,7 +1,10 @@
 """dedup: exact then fuzzy (MinHash LSH) deduplication, global across all input files.
 
 1. One Arrow pass over ``id`` + ``text`` only computes, per document, the hash of its normalised
-   text, its MinHash signature and its LSH band hashes (``udfs/minhash.py``).
+   text, its MinHash signature and its LSH band hashes (``udfs/minhash.py``). With
+   ``io.chunk_files`` set, this pass, the costly one, runs and is committed chunk by chunk of input
+   files (``run_stage_after_chunks``); a driver lost during it resumes at the first unfinished chunk.
+   The steps below need every document at once and run once, over the saved signatures.
 2. Exact: documents with the same text hash form a group; its best-ranked document (lowest id by
    default) represents it; the others are exact duplicates.
 3. Fuzzy, on representatives only: every (band, band hash) bucket with two or more members emits a
@@ -214,6 +217,8 @@ def open_index(fs: HadoopFS, entry: str, settings: DedupConfig) -> EarlierIndex:
 class DedupStage(Stage):
     name = "dedup"
     required_columns = ("id", "text")
+    # Clustering needs every document at once; the signature pass, the costly part, runs by chunks.
+    has_chunk_step = True
 
     # -- signatures ----------------------------------------------------------------------------
 
@@ -247,6 +252,9 @@ class DedupStage(Stage):
                 yield pa.RecordBatch.from_arrays(columns, names=names + order)
 
         return docs.select("id", "text", *order).mapInArrow(compute, T.StructType(fields))
+
+    def chunk_step(self, docs: DataFrame) -> DataFrame:
+        return self.signatures(docs.where(F.col("id").isNotNull()))
 
     # -- fuzzy candidates and verification -----------------------------------------------------
 
@@ -354,8 +362,10 @@ class DedupStage(Stage):
         checkpoint = Checkpointer(self.spark, s.checkpoint_dir)
         earlier = self.earlier_indexes()  # checked before the expensive pass
 
-        # The signature pass is the expensive one: materialise it once.
-        sigs = checkpoint(self.signatures(docs.where(F.col("id").isNotNull())))
+        if self.chunk_results is not None:  # computed and committed chunk by chunk
+            sigs = self.chunk_results
+        else:  # the signature pass is the expensive one: materialise it once
+            sigs = checkpoint(self.chunk_step(docs))
 
         if s.exact:
             # The exact group's best-ranked document represents it in the fuzzy pass.

@@ -18,7 +18,8 @@ from pyspark.sql import functions as F
 
 from jobs import registry
 from jobs.fs import HadoopFS
-from jobs.stage import MARKER, STATS, Stage, finished_marker, is_complete, run_chunked_stage, run_stage
+from jobs.stage import (MARKER, STATS, Stage, finished_marker, is_complete, run_chunked_stage, run_stage,
+                        run_stage_after_chunks)
 from udfs.config import ConfigError
 
 
@@ -107,8 +108,10 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
             chunks = plan_chunks(fs, stage, source, cfg.io.chunk_files)
             if chunks is None and position + 1 < len(stages):
                 fused = fuse_next(fs, stage, stage_fp, new_stage(stages[position + 1]), run_dir)
-            if chunks is not None:
+            if chunks is not None and stage.chunked:
                 stats = run_chunked_stage(stage, chunks, load, name != "extract", stage_dir, stage_fp, echo)
+            elif chunks is not None:
+                stats = run_stage_after_chunks(stage, chunks, load, load(source), stage_dir, stage_fp, echo)
             else:
                 docs = load(source)
                 stats = run_stage(stage, docs, stage_dir, stage_fp, None if name == "extract" else docs.count())
@@ -131,8 +134,9 @@ def fuse_next(fs: HadoopFS, stage: Stage, fingerprint: str, following: Stage, ru
 
 def plan_chunks(fs: HadoopFS, stage: Stage, source, chunk_files: int) -> Optional[List[List[str]]]:
     """The stage's input as groups of ``chunk_files`` files, or None when it is read whole: chunks
-    are off, the stage needs its whole input at once, or the input is a finished stage folder."""
-    if not stage.chunked or chunk_files == 0:
+    are off, the stage has no per-record step to run by chunks, or the input is a finished stage
+    folder."""
+    if not (stage.chunked or stage.has_chunk_step) or chunk_files == 0:
         return None
     if isinstance(source, str):
         if fs.exists(f"{source}/{MARKER}"):

@@ -15,7 +15,10 @@ every file it covers with its size. On an object store a folder rename is a copy
 killed commit can leave part of the files in place: such a stage has no marker, or a marker whose
 file list does not match, and is not finished. A stage whose records are independent (``chunked``)
 can also run chunk by chunk (``run_chunked_stage``): each chunk is committed on its own, and a re-run
-after a crash redoes only the chunks that were not. A stage sees only the config it declares, so its
+after a crash redoes only the chunks that were not. A stage that needs its whole input at once but
+whose costly per-record step does not (dedup: signatures per chunk, clustering once) commits that
+step chunk by chunk the same way and then runs whole (``run_stage_after_chunks``). A stage sees only
+the config it declares, so its
 fingerprint (``jobs/pipeline.py``), which hashes exactly that config, changes whenever its output
 could.
 """
@@ -86,6 +89,11 @@ class Stage:
     # and committed chunk by chunk (``run_chunked_stage``). Stages that need the whole input at once
     # (cut-offs over all documents, clustering, a sampling plan, buckets) leave it False.
     chunked: bool = False
+    # True when the stage needs its whole input at once but has a per-record step (``chunk_step``)
+    # whose rows can be computed and committed chunk by chunk; ``transform`` then reads them from
+    # ``chunk_results`` (None when the stage ran on its whole input in one go).
+    has_chunk_step: bool = False
+    chunk_results: Optional[DataFrame] = None
 
     def __init__(self, spark: SparkSession, cfg):
         self.spark = spark
@@ -118,6 +126,10 @@ class Stage:
         return ""
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
+        raise NotImplementedError
+
+    def chunk_step(self, docs: DataFrame) -> DataFrame:
+        """The per-record step of a ``has_chunk_step`` stage, applied to one chunk of its input."""
         raise NotImplementedError
 
     def write(self, out: Transformed, tmp_dir: str) -> None:
@@ -237,21 +249,33 @@ def write_outcomes(stage: Stage, docs: DataFrame, tmp_dir: str, resources: ExitS
     return out, counts
 
 
+@dataclasses.dataclass(frozen=True)
+class ChunkSteps:
+    """The chunk-by-chunk first step of a ``run_stage_after_chunks`` run, as ``run_stage`` sees it."""
+    partial_dir: str   # kept by run_stage's clean-up, deleted once the stage is committed
+    chunks: int
+    started: float
+
+
 def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
-              records_in: Optional[int]) -> dict:
+              records_in: Optional[int], after: Optional[ChunkSteps] = None) -> dict:
     """Run one stage into ``stage_dir`` atomically and return its stats."""
     fs = HadoopFS(stage.spark)
-    remove_orphans(fs, stage_dir)
+    remove_orphans(fs, stage_dir, keep=after.partial_dir if after else None)
     tmp_dir = f"{stage_dir}.tmp-{uuid.uuid4().hex[:8]}"
-    started = time.time()
+    started = after.started if after else time.time()
     stage.spark.sparkContext.setJobGroup(stage.name, f"corpusmill stage {stage.name}")
     resources = ExitStack()
     try:
         out, counts = write_outcomes(stage, docs, tmp_dir, resources, release=True)
         stats = stage_stats(stage, fingerprint, counts, records_in, time.time() - started)
+        if after:
+            stats["chunks"] = after.chunks
         stats.update(stage.extra_stats(tmp_dir, out.facts))
         fs.write_json(f"{tmp_dir}/{STATS}", stats)
         commit(fs, tmp_dir, stage_dir, fingerprint)
+        if after:
+            fs.delete(after.partial_dir)
         return stats
     except BaseException:
         fs.delete(tmp_dir)
@@ -292,6 +316,28 @@ def _finished_chunks(fs: HadoopFS, partial_dir: str) -> Dict[int, dict]:
     return finished
 
 
+def _partial_dir(stage_dir: str, fingerprint: str, chunks: Sequence[Sequence[str]]) -> str:
+    """The folder chunks are committed into: named by the chunk plan, so a changed plan starts afresh."""
+    plan = hashlib.sha256(json.dumps([fingerprint, list(map(list, chunks))]).encode()).hexdigest()[:12]
+    return f"{stage_dir}.partial-{plan}"
+
+
+def _commit_chunks(stage: Stage, fs: HadoopFS, chunks: Sequence[Sequence[str]], partial_dir: str,
+                   run_chunk: Callable[[int, Sequence[str]], dict], echo) -> Dict[int, dict]:
+    """Run every chunk that has no valid marker in ``partial_dir`` yet and commit it by writing its
+    marker (``run_chunk``'s result plus the chunk's input files) last; returns every chunk's marker."""
+    finished = _finished_chunks(fs, partial_dir)
+    if finished:
+        echo(f"{stage.name:>10}: resuming: {len(finished)} of {len(chunks)} chunks were committed earlier")
+    for index, files in enumerate(chunks):
+        if index in finished:
+            continue
+        finished[index] = {**run_chunk(index, files), "inputs": list(files)}
+        write_chunk_marker(fs, f"{partial_dir}/{CHUNKS}/{index:05d}.json", finished[index])
+        echo(f"{stage.name:>10}: chunk {index + 1}/{len(chunks)} committed ({len(files)} input files)")
+    return finished
+
+
 def run_chunked_stage(stage: Stage, chunks: Sequence[Sequence[str]], load_chunk: Callable[[Sequence[str]], DataFrame],
                       count_input: bool, stage_dir: str, fingerprint: str, echo=print) -> dict:
     """Run a stage chunk by chunk; each chunk is committed on its own and a re-run skips it.
@@ -302,23 +348,27 @@ def run_chunked_stage(stage: Stage, chunks: Sequence[Sequence[str]], load_chunk:
     written last. When every chunk is there, the folder gets its stats and is committed like any stage.
     """
     fs = HadoopFS(stage.spark)
-    plan = hashlib.sha256(json.dumps([fingerprint, list(map(list, chunks))]).encode()).hexdigest()[:12]
-    partial_dir = f"{stage_dir}.partial-{plan}"
+    partial_dir = _partial_dir(stage_dir, fingerprint, chunks)
     remove_orphans(fs, stage_dir, keep=partial_dir)
     started = time.time()
     stage.spark.sparkContext.setJobGroup(stage.name, f"corpusmill stage {stage.name}")
-    finished = _finished_chunks(fs, partial_dir)
-    if finished:
-        echo(f"{stage.name:>10}: resuming: {len(finished)} of {len(chunks)} chunks were committed earlier")
     resources = ExitStack()
+
+    def run_chunk(index: int, files: Sequence[str]) -> dict:
+        docs = load_chunk(files)
+        tmp_dir = f"{partial_dir}/chunk-tmp-{index:05d}"
+        fs.delete(tmp_dir)
+        try:
+            records_in = docs.count() if count_input else None
+            # The resources (e.g. a started service) serve every chunk; closed once all are done.
+            out, counts = write_outcomes(stage, docs, tmp_dir, resources, release=False)
+            return {"files": _move_chunk_files(fs, tmp_dir, partial_dir, index), "counts": counts,
+                    "records_in": records_in, "facts": out.facts}
+        finally:
+            fs.delete(tmp_dir)
+
     try:
-        for index, files in enumerate(chunks):
-            if index in finished:
-                continue
-            finished[index] = _run_chunk(stage, fs, load_chunk(files), count_input, partial_dir, index, resources)
-            finished[index]["inputs"] = list(files)
-            write_chunk_marker(fs, f"{partial_dir}/{CHUNKS}/{index:05d}.json", finished[index])
-            echo(f"{stage.name:>10}: chunk {index + 1}/{len(chunks)} committed ({len(files)} input files)")
+        finished = _commit_chunks(stage, fs, chunks, partial_dir, run_chunk, echo)
         resources.close()
         counts: Dict[str, Dict[str, int]] = {}
         for marker in finished.values():
@@ -334,24 +384,49 @@ def run_chunked_stage(stage: Stage, chunks: Sequence[Sequence[str]], load_chunk:
         resources.close()
 
 
-def _run_chunk(stage: Stage, fs: HadoopFS, docs: DataFrame, count_input: bool, partial_dir: str, index: int,
-               resources: ExitStack) -> dict:
-    """Write one chunk and move its data files into the partial folder; returns its marker content."""
-    tmp_dir = f"{partial_dir}/chunk-tmp-{index:05d}"
-    fs.delete(tmp_dir)
-    try:
-        records_in = docs.count() if count_input else None
-        # The resources (e.g. a started service) serve every chunk; the runner closes them at the end.
-        out, counts = write_outcomes(stage, docs, tmp_dir, resources, release=False)
-        moved = {}
-        for rel, size in sorted(fs.list_files(tmp_dir).items()):
-            folder, _, name = rel.rpartition("/")
-            if name.startswith(("_", ".")):  # _SUCCESS and the like: not data
-                continue
-            target = f"{folder}/c{index:05d}-{name}" if folder else f"c{index:05d}-{name}"
-            fs.mkdirs(f"{partial_dir}/{folder}" if folder else partial_dir)
-            fs.rename(f"{tmp_dir}/{rel}", f"{partial_dir}/{target}")
-            moved[target] = size
-        return {"files": moved, "counts": counts, "records_in": records_in, "facts": out.facts}
-    finally:
+def run_stage_after_chunks(stage: Stage, chunks: Sequence[Sequence[str]],
+                           load_chunk: Callable[[Sequence[str]], DataFrame], docs: DataFrame,
+                           stage_dir: str, fingerprint: str, echo=print) -> dict:
+    """Run a ``has_chunk_step`` stage in two steps: its per-record step chunk by chunk, each chunk
+    committed into ``<stage>.partial-<plan>/`` as in ``run_chunked_stage``; then the stage on its
+    whole input ``docs``, with every chunk's rows in ``stage.chunk_results``, committed like any
+    stage. A re-run after a crash redoes only the chunks not committed, then the whole-input step."""
+    fs = HadoopFS(stage.spark)
+    partial_dir = _partial_dir(stage_dir, fingerprint, chunks)
+    remove_orphans(fs, stage_dir, keep=partial_dir)
+    started = time.time()
+    stage.spark.sparkContext.setJobGroup(stage.name, f"corpusmill stage {stage.name}")
+    results_schema = stage.chunk_step(docs).schema
+
+    def run_chunk(index: int, files: Sequence[str]) -> dict:
+        chunk = load_chunk(files)
+        tmp_dir = f"{partial_dir}/chunk-tmp-{index:05d}"
         fs.delete(tmp_dir)
+        try:
+            (stage.chunk_step(chunk).write.option("compression", stage.cfg.io.parquet_compression)
+                .parquet(tmp_dir))
+            return {"files": _move_chunk_files(fs, tmp_dir, partial_dir, index), "records_in": chunk.count()}
+        finally:
+            fs.delete(tmp_dir)
+
+    finished = _commit_chunks(stage, fs, chunks, partial_dir, run_chunk, echo)
+    saved = [f"{partial_dir}/{name}" for marker in finished.values() for name in marker["files"]]
+    stage.chunk_results = (stage.spark.read.schema(results_schema).parquet(*saved) if saved
+                           else stage.spark.createDataFrame([], results_schema))
+    return run_stage(stage, docs, stage_dir, fingerprint, sum(m["records_in"] for m in finished.values()),
+                     after=ChunkSteps(partial_dir, len(chunks), started))
+
+
+def _move_chunk_files(fs: HadoopFS, tmp_dir: str, partial_dir: str, index: int) -> Dict[str, int]:
+    """Move a chunk's data files from ``tmp_dir`` into the partial folder under names prefixed with the
+    chunk number; returns them with their sizes."""
+    moved = {}
+    for rel, size in sorted(fs.list_files(tmp_dir).items()):
+        folder, _, name = rel.rpartition("/")
+        if name.startswith(("_", ".")):  # _SUCCESS and the like: not data
+            continue
+        target = f"{folder}/c{index:05d}-{name}" if folder else f"c{index:05d}-{name}"
+        fs.mkdirs(f"{partial_dir}/{folder}" if folder else partial_dir)
+        fs.rename(f"{tmp_dir}/{rel}", f"{partial_dir}/{target}")
+        moved[target] = size
+    return moved

@@ -159,3 +159,42 @@ def test_killed_pii_resumes_its_chunks_and_matches_an_uninterrupted_run(spark, u
     assert pii["chunks"] == 3 and pii["reconciled"] and pii["records_in"] == whole["records_in"]
     assert pii["kept"] == whole["kept"] and pii["pii_replaced"] == whole["pii_replaced"]
     assert fingerprint_of_output(spark, run_dir / "pii") == fingerprint_of_output(spark, tmp_path / "whole" / "r" / "pii")
+
+
+def dedup_decisions(spark, stage_dir: Path):
+    """(id, cluster_id, survivor_id, reject_rule) of every row, and the index's exact keys."""
+    rows = spark.read.parquet(str(stage_dir / "kept"), str(stage_dir / "rejected"))
+    decisions = sorted(tuple(r) for r in rows.select("id", "cluster_id", "survivor_id", "reject_rule").collect())
+    index = sorted(tuple(r) for r in spark.read.parquet(str(stage_dir / "_index" / "exact")).collect())
+    return decisions, index
+
+
+def test_killed_dedup_resumes_its_signature_chunks_and_clusters_as_an_unchunked_run(spark, uninterrupted, tmp_path):
+    from pyspark.sql import functions as F
+
+    kept = spark.read.parquet(str(uninterrupted[0] / "filter" / "kept"))
+    exact = kept.orderBy("id").limit(6).withColumn("id", F.concat("id", F.lit("-copy")))
+    near = (kept.orderBy(F.desc("id")).limit(6).withColumn("id", F.concat("id", F.lit("-near")))
+            .withColumn("text", F.concat("text", F.lit(" Posted by the editors."))))
+    docs = tmp_path / "docs"  # six Parquet files: three chunks of two
+    kept.unionByName(exact).unionByName(near).repartition(6).write.parquet(str(docs))
+    whole = run_pipeline(spark, config.load(str(ROOT / "conf" / "local.yaml")), [str(docs)], ["dedup"],
+                         str(tmp_path / "whole"), "r", echo=lambda _: None)[0]
+    assert "chunks" not in whole and whole["rejected"].get("exact_duplicate", 0) >= 6
+    assert whole["rejected"].get("near_duplicate", 0) >= 3
+
+    conf = tmp_path / "two_file_chunks.yaml"
+    conf.write_text(f"include: {ROOT / 'conf' / 'local.yaml'}\nio:\n  chunk_files: 2\n")
+    run_dir = run_killed(tmp_path, conf, docs, "dedup", committed=1)
+
+    lines = []
+    dedup = run_pipeline(spark, config.load(str(conf)), [str(docs)], ["dedup"], str(tmp_path), "r",
+                         echo=lines.append)[0]
+    assert "dedup: resuming: 1 of 3 chunks were committed earlier" in lines[0]
+    assert sum("dedup: chunk" in line for line in lines) == 2  # signatures of 4 of the 6 files computed again
+    assert dedup["chunks"] == 3 and dedup["reconciled"] and dedup["records_in"] == whole["records_in"]
+    assert (dedup["kept"], dedup["rejected"]) == (whole["kept"], whole["rejected"])
+    assert dedup["cluster_size_histogram"] == whole["cluster_size_histogram"]
+    assert fingerprint_of_output(spark, run_dir / "dedup") == fingerprint_of_output(spark, tmp_path / "whole" / "r" / "dedup")
+    assert dedup_decisions(spark, run_dir / "dedup") == dedup_decisions(spark, tmp_path / "whole" / "r" / "dedup")
+    assert not list(run_dir.glob("dedup.partial-*")) and not list(run_dir.glob("dedup.tmp-*"))
