@@ -49,7 +49,7 @@ class SparkConfig:
 class IOConfig:
     parquet_compression: str = "zstd"
     # Input files per chunk of a stage that can commit its progress chunk by chunk (WARC files for
-    # extract, Parquet files for pii and score); a killed run redoes only unfinished chunks.
+    # extract, Parquet files for pii, score and dedup's signatures); a killed run redoes only unfinished chunks.
     # 0 = the whole input in one go.
     chunk_files: int = 0
 
