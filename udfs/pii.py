@@ -99,7 +99,8 @@ class PiiConfig:
     allow_ip_networks: List[str] = field(default_factory=lambda: list(DEFAULT_ALLOW_IP_NETWORKS))
     allow_values: List[str] = field(default_factory=list)
     phone_regions: List[str] = field(default_factory=lambda: list(DEFAULT_PHONE_REGIONS))
-    # libphonenumber leniency: 0 possible, 1 valid, 2 strict grouping, 3 exact grouping.
+    # 0 possible numbers, also glued to words; 1 possible numbers standing alone (the default);
+    # 2 and 3 libphonenumber's valid numbers with strict / exact grouping.
     phone_leniency: int = 1
     # Characters before a match searched for context words ("SSN", "电话", "order", …).
     context_window: int = 64
@@ -199,6 +200,7 @@ class PiiScrubber:
         self.allow_domains = tuple(d.lower().lstrip(".") for d in cfg.allow_email_domains)
         self.allow_values = frozenset(cfg.allow_values)
         self.fakes = FakeValues() if cfg.replacement == "fake" else None
+        self.plain_email = rec.plain_email
 
     # -- finding ------------------------------------------------------------------------------
     def analyze(self, text: str, lang: Optional[str] = None):
@@ -213,7 +215,7 @@ class PiiScrubber:
         if value in self.allow_values:
             return True
         if entity == "EMAIL":
-            domain = value.rpartition("@")[2].lower()
+            domain = self.plain_email(value).rpartition("@")[2].lower()
             return any(domain == d or domain.endswith("." + d) for d in self.allow_domains)
         if entity == "IP_ADDRESS":
             try:

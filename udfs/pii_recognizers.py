@@ -18,7 +18,7 @@ import ipaddress
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import phonenumbers
 import regex
@@ -59,9 +59,12 @@ def iban_valid(number: str) -> bool:
     """stdnum's IBAN checks: the country's length and BBAN layout, mod-97, and national check digits
     where a country has them. stdnum reads the number in upper case, so the number as written must
     also fit Presidio's pattern for its country, which says where lower case may appear ("LV80 bANK…"
-    is no IBAN). A Belgian bank code missing from stdnum's bank list (InvalidComponent, raised after
-    every checksum passed) still counts: a snapshot of banks lags behind the banks."""
+    is no IBAN), unless it is written in lower case throughout ("de89 3704 …", as typed in a chat).
+    A Belgian bank code missing from stdnum's bank list (InvalidComponent, raised after every
+    checksum passed) still counts: a snapshot of banks lags behind the banks."""
     written = regex.sub(r"[ .-]", "", number)
+    if written.islower():
+        written = written.upper()
     if not regex.match(regex_per_country.get(written[:2], "$^"), written):
         return False
     try:
@@ -105,6 +108,10 @@ def cn_uscc_valid(number: str) -> bool:
 
 def isbn13_valid(digits: str) -> bool:
     return isbn.isbn_type(digits) == "ISBN13"
+
+
+def isbn10_valid(digits: str) -> bool:
+    return isbn.isbn_type(digits) == "ISBN10"
 
 
 def card_brand_ok(digits: str) -> bool:
@@ -273,15 +280,37 @@ class RegexRecognizer(LocalRecognizer):
 # ---------------------------------------------------------------------------------------------
 # Medium risk: e-mail, phone, IP
 
+_AT = r"[ \t]*[\[({<][ \t]*(?i:at)[ \t]*[\])}>][ \t]*"
+_DOT = r"[ \t]*[\[({<][ \t]*(?i:dot)[ \t]*[\])}>][ \t]*"
+_AT_WORD, _DOT_WORD = r"[ \t]+(?i:at)[ \t]+", r"[ \t]+(?i:dot)[ \t]+"
+_OBFUSCATED = regex.compile(rf"{_AT}|{_AT_WORD}|(?P<dot>{_DOT}|{_DOT_WORD})")
+
+
+def plain_email(value: str) -> str:
+    """An address as a mail client reads it: "jane [at] example (dot) org" → "jane@example.org"."""
+    return _OBFUSCATED.sub(lambda m: "." if m.group("dot") else "@", value)
+
+
 class EmailAddressRecognizer(RegexRecognizer):
     """RFC 5322 dot-atom local part (ASCII, so it never swallows adjacent CJK text) and a domain
-    whose suffix is on the public-suffix list (tldextract's bundled snapshot: no download)."""
+    whose suffix is on the public-suffix list (tldextract's bundled snapshot: no download).
+
+    Addresses written to dodge harvesters count too: "jane [at] example [dot] org", "jane(at)
+    example.org", and "jane at example dot org" (a plain " at " only with a spelled-out "dot": "meet
+    at noon.com" is no address)."""
 
     ENTITY = "EMAIL"
     _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+    _LOCAL = r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}"
+    _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    _END = r"(?![A-Za-z0-9-]|\.[A-Za-z0-9])"
     RULES = (Rule("email", rf"(?<![A-Za-z0-9._%+-]){_ATOM}(?:\.{_ATOM})*@"
                            r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]{0,61}[A-Za-z0-9]"
-                           r"(?![A-Za-z0-9-]|\.[A-Za-z0-9])", 1.0, anchor="@", reach=(70, 260)),)
+                           + _END, 1.0, anchor="@", reach=(70, 260)),
+             Rule("email_at_bracketed", rf"{_LOCAL}{_AT}{_LABEL}(?:(?:\.|{_DOT}|{_DOT_WORD}){_LABEL})+{_END}", 0.9,
+                  anchor=r"[\[({<][ \t]*(?i:at)[ \t]*[\])}>]", reach=(70, 260)),
+             Rule("email_at_word", rf"{_LOCAL}{_AT_WORD}{_LABEL}(?:(?:{_DOT}|{_DOT_WORD}){_LABEL})+{_END}", 0.7,
+                  anchor=r"[ \t](?i:dot)[ \t]|[\[({<][ \t]*(?i:dot)", reach=(140, 130)))
 
     def __init__(self, **kwargs):
         import tldextract
@@ -290,140 +319,232 @@ class EmailAddressRecognizer(RegexRecognizer):
         super().__init__(**kwargs)
 
     def validate(self, text, match, rule):
-        local, _, domain = match.group().rpartition("@")
+        local, _, domain = plain_email(match.group()).rpartition("@")
         parts = self._suffixes(domain)
         ok = len(local) <= 64 and parts.suffix and parts.domain
         return match.start(), match.end(), rule.score if ok else 0.0
 
 
 class PhoneNumberRecognizer(LocalRecognizer):
-    """Phone numbers: libphonenumber's matcher per region, plus two formats it misses.
+    """Phone numbers as people write them, checked with libphonenumber's *possible*-number rules.
 
-    libphonenumber validates against each region's number plan, so it rejects North American
-    numbers with unassigned area codes that people still write as "(555) 234-5678"; the NANP rule
-    accepts those when they are formatted as phone numbers. Chinese mobiles (``1[3-9]\\d{9}``) are
-    matched with or without separators. Bare digit runs score low unless a phone word precedes them.
+    A candidate is a run of digit groups with one separator between groups (space, dash, dot, a
+    slash after an area code, brackets around one), an optional ``+``/``00`` country code with a
+    ``(0)`` trunk prefix, and an optional extension ("x204", "ext. 12"). With a country code it must
+    be a possible number of that country (0.7); without one, a possible number in one of
+    ``regions`` (0.6 when written in groups, nine digits or more). Validity is not asked for: many
+    numbers people and generators write lie outside the ranges a region has assigned so far
+    ("+1-917-104-2231": no NANP exchange starts with 1).
 
-    The matcher only sees short windows around digit runs that could be phone numbers (at least 7
-    digits, not a date, not a "1800–2000" range): most numbers on a page are dates, prices and
-    counts, and parsing each of them once per region is what makes libphonenumber slow.
+    Shapes that are as often something else are weak (0.3: they need a phone word before them):
+    7-8 digit local numbers ("532 8841"), unseparated digit runs (Chinese mobiles aside: 0.5),
+    thousands groupings ("1 234 567"), "1123-1145" ranges. Shapes that are not phone numbers are
+    dropped: dates, times, decimals, dotted versions and addresses, the SSN's 3-2-4, year ranges,
+    ISBNs, amounts with a currency or unit, the tail of an IBAN-like code. A word before the number
+    raises it (phone, tel, fax, Handy, téléphone, 电话 …) or vetoes it (order, ISBN, page, lat …).
+
+    ``leniency`` 0 also takes numbers glued to words; 2 and 3 take their candidates from
+    libphonenumber's own matcher with its grouping checks (valid numbers only), scored the same way.
     """
 
     ENTITY = "PHONE"
-    CONTEXT = ("phone", "telephone", "tel", "mobile", "cell", "cellphone", "call", "fax", "contact", "reach",
-               "dial", "text", "sms", "whatsapp", "number", "ph", "mob", "telefon", "telefonnummer", "handy",
-               "téléphone", "tél", "teléfono", "telefono", "电话", "手机", "手机号", "联系", "致电", "热线",
-               "座机", "传真", "微信")
-    NEGATIVE_CONTEXT = ("order", "invoice", "tracking", "ref", "reference", "isbn", "issn", "sku", "serial",
-                        "patent", "doi", "pmid", "imei", "qq", "icp", "article", "art", "item", "model", "batch",
-                        "receipt", "transaction", "confirmation", "registration", "reg", "vat", "tax", "company",
-                        "订单", "单号", "编号", "账号", "帐号", "流水", "快递", "运单", "工号", "学号", "序列",
-                        "型号", "货号", "批号", "专利", "卡号")
-    MIN_DIGITS = 7
-    # Phone-like digit runs on one line; from leniency 1 on, not glued to a word, path or address.
-    _RUN = r"(?:\+|\b00)?[(（]?\d[\d ().\-–/（）\xa0]{5,24}\d"
-    _CANDIDATE = regex.compile(rf"(?<![A-Za-z/_@]){_RUN}(?![A-Za-z@_/])")
-    _CANDIDATE_LENIENT = regex.compile(_RUN)
-    # Dates (05.10.2016, 08-10-12, 2008-12-25) but not a phone written in pairs (01-23-45-67-89).
+    CONTEXT = (
+        "phone", "phones", "telephone", "tel", "mobile", "cell", "cellphone", "call", "fax", "contact",
+        "reach", "dial", "ring", "text", "sms", "whatsapp", "number", "ph", "mob", "hotline", "helpline",
+        "landline", "switchboard", "reached", "calling", "called", "phoned", "texting", "ringing", "contacted",
+        "telefon", "telefonisch", "telefonnummer", "rufnummer", "handy", "mobil", "mobilnummer", "anrufen",
+        "rufen", "anruf", "durchwahl", "téléphone", "tél", "portable", "appelez", "appeler", "appelle",
+        "joindre", "numéro", "telefono", "cellulare", "chiamare", "chiamaci", "chiamate", "numero", "teléfono",
+        "móvil", "llame", "llámenos", "llamar", "telefone", "celular", "ligue", "ligar", "tfn", "ringa",
+        "telefoon", "bel", "mobiel", "tlf", "telefonu", "numer", "dzwonić", "zadzwoń", "komórka",
+        "电话", "電話", "手机", "手機", "联系", "聯繫", "致电", "热线", "座机", "传真", "微信", "拨打", "携帯")
+    NEGATIVE_CONTEXT = (
+        "order", "invoice", "tracking", "ref", "reference", "isbn", "issn", "sku", "serial", "patent", "doi",
+        "pmid", "imei", "qq", "icp", "article", "art", "item", "model", "batch", "receipt", "transaction",
+        "confirmation", "registration", "reg", "vat", "tax", "company number", "company no", "parcel", "shipment", "barcode", "ean",
+        "upc", "page", "pages", "pp", "pg", "vol", "volume", "version", "ver", "build", "release", "coordinates",
+        "coords", "lat", "latitude", "lon", "lng", "longitude", "gps", "score", "scores", "scored", "price",
+        "prices", "population", "zip", "postcode", "pmc", "identification", "bestellnummer", "rechnung", "seite", "seiten", "commande",
+        "facture",
+        "订单", "单号", "编号", "账号", "帐号", "流水", "快递", "运单", "工号", "学号", "序列", "型号", "货号", "批号",
+        "专利", "卡号", "页", "价格", "坐标", "比分", "版本")
+    # Digit groups (one may be bracketed) joined by one separator each, a "(0)" trunk prefix being
+    # a bracketed group, then an optional extension.
+    _GROUP = r"(?:[(（]\d{1,6}[)）]|\d{1,15})"
+    _SEP = r"(?:[ \xa0]?[-–—－.][ \xa0]?|[ \xa0/]|(?<=[)）])|(?=[(（]))"
+    _EXT = r"(?:[ \xa0]?(?:x|ext\.?|extn\.?|extension|#)[ \xa0]?\d{1,6})"
+    _NUMBER = rf"(?:\+[ \xa0]?|(?<!\d)00(?=[1-9]))?{_GROUP}(?:{_SEP}{_GROUP})*{_EXT}?(?![\d(（]|[.,．]\d)"
+    _CANDIDATE = regex.compile(rf"(?<![A-Za-z0-9_@/.+]|[A-Za-z0-9][-–]|\d[.,．]){_NUMBER}")
+    _CANDIDATE_GLUED = regex.compile(rf"(?<![0-9+]|\d[.,．\-–]){_NUMBER}")
+    _EXTENSION = regex.compile(rf"{_EXT}$")
+    _TRUNK = regex.compile(r"[ \xa0]?[(（]0[)）]")
+    _DIGITS = regex.compile(r"\d+")
+    _SEPARATORS = regex.compile(r"(?<=\d)[^\d]+(?=\d)")
+    # Dates (05.10.2016, 09/18/2005, 08-10-12, 2008-12-25) but not a phone in pairs (01-23-45-67-89).
     _DATE = regex.compile(r"(?<![\d./-])(?:(?:0?[1-9]|[12]\d|3[01])([./-])(?:0?[1-9]|1[0-2])\1(?:\d{4}|\d{2})"
-                          r"|(?:1[89]|20)\d{2}([./-])(?:0?[1-9]|1[0-2])\2(?:0?[1-9]|[12]\d|3[01]))(?![\d./-]\d)")
+                          r"|(?:0?[1-9]|1[0-2])([./-])(?:0?[1-9]|[12]\d|3[01])\2(?:\d{4}|\d{2})"
+                          r"|(?:1[89]|20)\d{2}([./-])(?:0?[1-9]|1[0-2])\3(?:0?[1-9]|[12]\d|3[01]))(?![\d./-]\d)")
+    # An SSN's 3-2-4 and an IMEI's 2-6-6: other recognizers' business, or nobody's.
+    _NOT_PHONE_SHAPES = regex.compile(r"\d{3}([- .])\d{2}\1\d{4}|\d{2}([- ])\d{6}\2\d{6}")
+    _YEAR_RANGE = regex.compile(r"(?:1[5-9]|20)\d\d ?[-–—/] ?(?:1[5-9]|20)\d\d")
+    # Shapes as often something else: thousands ("1 234 567"), "1123-1145" ranges, ZIP+4, EIN.
+    _WEAK_SHAPES = regex.compile(r"[1-9]\d{0,2}([ \xa0.])\d{3}(?:\1\d{3})*|\d{1,4} ?[-–—] ?\d{1,4}|\d{5}-\d{4}|\d{2}-\d{7}")
+    _FULLWIDTH = str.maketrans("０１２３４５６７８９（）－", "0123456789()-")
+    _AREA_SLASH = regex.compile(r"(?:\+\d{1,3} ?(?:\(0\))?|\(?0)[\d ]{1,6}\)? ?/")
+    _CN_MOBILE = regex.compile(r"(?:(?:\+|00)86)?1[3-9]\d{9}")
     _GLUED_BEFORE = regex.compile(r"[A-Za-z/_@.]$")
     _GLUED_AFTER = regex.compile(r"[A-Za-z@_]|\.[A-Za-z]|:\d")
-    _INTERNATIONAL = regex.compile(r"\+|00[1-9]")
-    _NOT_PHONE_SHAPES = regex.compile(r"\d{1,3}(?:\.\d{1,3}){3}|\d{3}([- .])\d{2}\1\d{4}")
-    _AREA_SLASH = regex.compile(r"(?:\+\d{1,3} ?(?:\(0\))?|\(?0)[\d ]{1,6}\)? ?/")
-    _RANGE = regex.compile(r"(\d{1,4})\s?[–-]\s?(\d{1,4})")
-    _NANP = regex.compile(r"(?<![\w+.-])(?:(?:\+1|001)[-. ]?)?(?:\([2-9]\d{2}\) ?|[2-9]\d{2}[-.])"
-                          r"[2-9]\d{2}[-.]\d{4}(?: ?(?:x|ext\.?|extension) ?\d{1,5})?(?![\w-]|\.\d)")
-    _CN_MOBILE = regex.compile(r"(?<![\w+])(?:(?:\+|00)86[- ]?)?1[3-9]\d(?:[- ]?\d{4}){2}(?![\w-]|\.\d)")
-    SCORE_INTERNATIONAL, SCORE_FORMATTED, SCORE_CN_MOBILE, SCORE_BARE = 0.7, 0.6, 0.5, 0.3
+    _AMOUNT_BEFORE = regex.compile(r"(?:[$€£¥₹]|\b(?:USD|EUR|GBP|CHF|CNY|RMB|SEK|NOK|DKK|Rs\.?))[ \xa0]?$")
+    _AMOUNT_AFTER = regex.compile(r"[ \xa0]?(?:[%‰°′€$£¥元円万亿]|m²|(?:kr|km|kg|mm|cm|ft|mi|lbs?|USD|EUR|GBP|SEK|"
+                                  r"dollars?|euros?|pounds?|yuan|people|inhabitants|residents|votes|tons?|tonnes?|"
+                                  r"bytes|views|copies)\b)")
+    SCORE_INTERNATIONAL, SCORE_FORMATTED, SCORE_CN_MOBILE, SCORE_TRUNK_SOLID, SCORE_WEAK = 0.7, 0.6, 0.5, 0.45, 0.3
+    # Local numbers this short are as often counts, codes and amounts: they need a phone word.
+    MIN_DIGITS, MIN_DIGITS_ALONE, MAX_DIGITS = 7, 9, 15
 
     def __init__(self, regions: Sequence[str], leniency: int = 1, context_window: int = 64):
         self.regions = tuple(regions)
         self.leniency = leniency
-        # A region whose international call prefix is 00 reads both "+31 6…" and "0031 6…".
-        self._idd_00_region = next((r for r in self.regions if getattr(
-            phonenumbers.PhoneMetadata.metadata_for_region(r), "international_prefix", None) == "00"), self.regions[0])
         self._context = ContextScorer(self.CONTEXT, self.NEGATIVE_CONTEXT, context_window)
         super().__init__(supported_entities=[self.ENTITY], supported_language=LANGUAGE, context=list(self.CONTEXT))
 
     def load(self) -> None:
         pass
 
-    def not_a_phone(self, raw: str) -> bool:
-        digits = [ch for ch in raw if ch.isdigit()]
-        if len(digits) < self.MIN_DIGITS or len(set(digits)) == 1 or self._DATE.search(raw):
-            return True
-        # Phone groups have 2+ digits (a country code aside): not "0.95 0.87 0.66" or an OID.
-        if sum(len(group) == 1 for group in regex.findall(r"\d+", raw)) >= 3:
-            return True
-        # Dotted quads are addresses or versions, 3-2-4 groups are SSN-shaped: neither is a phone.
-        if self._NOT_PHONE_SHAPES.fullmatch(raw.strip()):
-            return True
+    # -- what a candidate is -----------------------------------------------------------------
+    def shape_score(self, raw: str) -> Tuple[float, str]:
+        """(score, region) of a number as written, before context; score 0: not a phone number."""
+        raw = raw.translate(self._FULLWIDTH)
+        ext = self._EXTENSION.search(raw)
+        number = raw[:ext.start()] if ext else raw
+        groups = self._DIGITS.findall(number)
+        digits = "".join(groups)
+        marks = {c for sep in self._SEPARATORS.findall(number) for c in sep if c in ".-–—/"}
+        if (not self.MIN_DIGITS <= len(digits) <= self.MAX_DIGITS + 2 or len(set(digits)) == 1
+                or self._DATE.search(number) or isbn13_valid(digits)):
+            return 0.0, ""
         # A slash only follows an area code with its trunk prefix ("030/227-555"), never "17-24 160/ 450".
-        if "/" in raw and not self._AREA_SLASH.match(raw):
-            return True
-        span = self._RANGE.fullmatch(raw.strip())
-        return bool(span) and len(span.group(1)) == len(span.group(2))
+        if "/" in marks and not self._AREA_SLASH.match(number):
+            return 0.0, ""
+        if number.startswith(("+", "00")):
+            found = self.international(number, marks)
+            # "00" may also begin a national number ("0002 176808").
+            if found[0] or number.startswith("+"):
+                return found
+        return self.national(number, groups, digits, marks)
 
-    def shape_score(self, raw: str) -> float:
-        if self._INTERNATIONAL.match(raw):
-            return self.SCORE_INTERNATIONAL
-        if any(not ch.isdigit() for ch in raw):
-            return self.SCORE_FORMATTED
-        if self._CN_MOBILE.fullmatch(raw):
-            return self.SCORE_CN_MOBILE
-        return self.SCORE_BARE
+    def international(self, number: str, marks: set) -> Tuple[float, str]:
+        groups = self._DIGITS.findall(self._TRUNK.sub("", number))
+        digits = "".join(groups)
+        # Dots join groups of 2-4 digits after the country code and the first group ("+61.2.1603.4774").
+        if (sum(len(g) == 1 for g in groups) >= 3 or len(digits) > self.MAX_DIGITS + 2 * number.startswith("00")
+                or ("." in marks and (len(marks) > 1 or any(not 2 <= len(g) <= 4 for g in groups[2:])))):
+            return 0.0, ""
+        try:
+            parsed = phonenumbers.parse("+" + (digits[2:] if number.startswith("00") else digits))
+        except phonenumbers.NumberParseException:
+            return 0.0, ""
+        if not phonenumbers.is_possible_number(parsed):
+            return 0.0, ""
+        return self.SCORE_INTERNATIONAL, phonenumbers.region_code_for_country_code(parsed.country_code)
 
-    def _windows(self, text: str) -> List[Tuple[int, int, bool]]:
-        """(start, end, international) windows around candidate digit runs, merged when they touch."""
-        windows: List[Tuple[int, int, bool]] = []
-        for cand in (self._CANDIDATE if self.leniency else self._CANDIDATE_LENIENT).finditer(text):
-            if self.not_a_phone(cand.group()):
+    def national(self, number: str, groups: List[str], digits: str, marks: set) -> Tuple[float, str]:
+        # Dots join groups of 2-4 digits ("04.72.18.33.60"), with no other mark: not a version, an
+        # address, a decimal or "9.00-17.30". One-digit groups only lead ("1 800 …", "0 800 …").
+        if ("." in marks and (len(marks) > 1 or any(not 2 <= len(g) <= 4 for g in groups))
+                or len(digits) > self.MAX_DIGITS or any(len(g) == 1 for g in groups[1:])
+                or self._NOT_PHONE_SHAPES.fullmatch(number) or self._YEAR_RANGE.fullmatch(number)):
+            return 0.0, ""
+        region = self.possible_region(digits)
+        if not region:
+            return 0.0, ""
+        if len(groups) == 1:
+            if self._CN_MOBILE.fullmatch(digits):
+                return self.SCORE_CN_MOBILE, region
+            # Written solid with its trunk prefix ("01614960351") and valid where it is dialled.
+            trunk_dialled = (digits[0] == "0" and 10 <= len(digits) <= 11 and not isbn10_valid(digits)
+                             and self.valid_region(digits))
+            return (self.SCORE_TRUNK_SOLID if trunk_dialled else self.SCORE_WEAK), region
+        # An area code with its trunk prefix ("08-41 64 43", "(0161) 496 0066") makes eight digits
+        # more than a bare local number.
+        with_area_code = number[0] == "0" or number.startswith("(0")
+        if (len(digits) < self.MIN_DIGITS_ALONE - with_area_code or self._WEAK_SHAPES.fullmatch(number)):
+            return self.SCORE_WEAK, region
+        return self.SCORE_FORMATTED, region
+
+    def possible_region(self, digits: str) -> str:
+        return self._first_region(digits, phonenumbers.is_possible_number)
+
+    def valid_region(self, digits: str) -> str:
+        return self._first_region(digits, phonenumbers.is_valid_number)
+
+    def _first_region(self, digits: str, check: Callable) -> str:
+        for region in self.regions:
+            try:
+                if check(phonenumbers.parse(digits, region)):
+                    return region
+            except phonenumbers.NumberParseException:
                 continue
-            lo, hi = max(0, cand.start() - 2), min(len(text), cand.end() + 12)
-            international = bool(self._INTERNATIONAL.match(cand.group()))
-            if windows and lo <= windows[-1][1]:
-                windows[-1] = (windows[-1][0], hi, windows[-1][2] and international)
-            else:
-                windows.append((lo, hi, international))
-        return windows
+        return ""
 
-    def _matches(self, text: str) -> Dict[Tuple[int, int], str]:
-        found: Dict[Tuple[int, int], str] = {}
-        for lo, hi, international in self._windows(text):
+    def trimmed(self, text: str, start: int, end: int) -> Tuple[int, int]:
+        """A national run of more than 12 digits joined by spaces may be a number beside another
+        ("SD 20241 440-600-5124", "020 7946 0000 24 hours"): the run without its first or its last
+        group when that is a valid number somewhere, preferring a trunk prefix, then one separator."""
+        raw = text[start:end]
+        if (raw.startswith(("+", "00")) or sum(c.isdigit() for c in raw) <= 12 or " " not in raw
+                or self._EXTENSION.search(raw)):
+            return start, end
+        first, last = raw.index(" "), raw.rindex(" ")
+        kept = []
+        for lo, hi in ((start + first + 1, end), (start, start + last)):
+            part = text[lo:hi].translate(self._FULLWIDTH)
+            if self.valid_region("".join(self._DIGITS.findall(part))):
+                one_mark = len(set(self._SEPARATORS.findall(part))) == 1
+                kept.append((part[0] in "0(", one_mark, lo, hi))
+        return max(kept)[2:] if kept else (start, end)
+
+    def in_the_way(self, text: str, start: int, end: int) -> bool:
+        """Context that makes a phone-shaped number something else: glued to a word, path or
+        address, a time after it, an amount's currency or unit, part of an IBAN-like code."""
+        glued = self.leniency and (self._GLUED_BEFORE.search(text, max(0, start - 1), start)
+                                   or self._GLUED_AFTER.match(text, end))
+        return bool(glued or self._AMOUNT_BEFORE.search(text, max(0, start - 5), start)
+                    or self._AMOUNT_AFTER.match(text, end) or continues_a_code(text, start))
+
+    # -- where candidates come from ----------------------------------------------------------
+    def candidates(self, text: str) -> Iterable[Tuple[int, int]]:
+        if self.leniency >= 2:
+            return self._strict_matches(text)
+        pattern = self._CANDIDATE if self.leniency else self._CANDIDATE_GLUED
+        return (m.span() for m in pattern.finditer(text) if sum(c.isdigit() for c in m.group()) >= self.MIN_DIGITS)
+
+    _STRICT_RUN = regex.compile(r"(?<![A-Za-z/_@])(?:\+|\b00)?[(（]?\d[\d ().\-–/（）\xa0]{5,24}\d(?![A-Za-z@_/])")
+
+    def _strict_matches(self, text: str) -> List[Tuple[int, int]]:
+        """libphonenumber's matcher at this leniency, on short windows around phone-like runs (most
+        numbers on a page are dates, prices and counts, and parsing each once per region is slow);
+        the first region with hits wins a window."""
+        spans: List[Tuple[int, int]] = []
+        for run in self._STRICT_RUN.finditer(text):
+            lo, hi = max(0, run.start() - 2), min(len(text), run.end() + 12)
             chunk = text[lo:hi]
-            # An international prefix fixes the region, so one region will do, and if no valid number
-            # is there, a possible one after "+CC" still is a phone number (libphonenumber may not
-            # know the range yet); otherwise the first region whose number plan accepts it wins.
-            if international:
-                region = self._idd_00_region
-                attempts = [(region, self.leniency)] + ([(region, 0)] if self.leniency == 1 else [])
-            else:
-                attempts = [(region, self.leniency) for region in self.regions]
-            for region, leniency in attempts:
-                hits = [(lo + m.start, lo + m.end, phonenumbers.region_code_for_number(m.number) or region)
-                        for m in phonenumbers.PhoneNumberMatcher(chunk, region, leniency=leniency)]
-                for start, end, where in hits:
-                    found.setdefault((start, end), where)
+            for region in self.regions:
+                hits = [(lo + m.start, lo + m.end) for m in
+                        phonenumbers.PhoneNumberMatcher(chunk, region, leniency=self.leniency)]
                 if hits:
+                    spans += hits
                     break
-            for rule, region in ((self._NANP, "US"), (self._CN_MOBILE, "CN")):
-                for m in rule.finditer(chunk):
-                    found.setdefault((lo + m.start(), lo + m.end()), region)
-        return found
+        return spans
 
     def analyze(self, text: str, entities: List[str], nlp_artifacts=None) -> List[RecognizerResult]:
         results = []
-        for (start, end), region in self._matches(text).items():
-            raw = text[start:end]
-            # Part of a path, a word, an address or a time ("…/303870352/8.mp3", "08-10-12 07:48").
-            glued = self.leniency and (self._GLUED_BEFORE.search(text, max(0, start - 1), start)
-                                       or self._GLUED_AFTER.match(text, end))
-            if (glued or self.not_a_phone(raw) or continues_a_code(text, start)
-                    or isbn13_valid("".join(ch for ch in raw if ch.isdigit()))):
-                continue
-            score = self._context.adjust(text, start, self.shape_score(raw))
+        for start, end in dict.fromkeys(self.trimmed(text, *span) for span in self.candidates(text)):
+            score, region = self.shape_score(text[start:end])
+            if score > 0 and not self.in_the_way(text, start, end):
+                score = self._context.adjust(text, start, score)
+            else:
+                score = 0.0
             if score > 0:
                 results.append(RecognizerResult(
                     entity_type=self.ENTITY, start=start, end=end, score=score,
@@ -510,13 +631,14 @@ class CardNumberRecognizer(RegexRecognizer):
 
 
 class IbanCodeRecognizer(RegexRecognizer):
-    """IBAN: country code, check digits and alphanumeric groups however spaced or cased. It ends at
+    """IBAN: country code (any case), check digits and alphanumeric groups however spaced. It ends at
     the first group boundary where stdnum finds a valid IBAN (the country's length and BBAN layout,
     the mod-97 check digits and any national ones), so "DE89… 2 days" loses the " 2"."""
 
     ENTITY = "IBAN"
-    RULES = (Rule("iban", r"(?<![A-Za-z0-9])[A-Z]{2} ?[0-9]{2}(?:[ .-]?[A-Za-z0-9]{1,4}){2,12}(?![A-Za-z0-9])", 1.0,
-                  anchor=r"[A-Z]{2} ?\d{2}", reach=(0, 60)),)
+    _COUNTRY = "(?i:" + "|".join(sorted(regex_per_country)) + ")"
+    RULES = (Rule("iban", rf"(?<![A-Za-z0-9]){_COUNTRY} ?[0-9]{{2}}(?:[ .-]?[A-Za-z0-9]{{1,4}}){{2,12}}(?![A-Za-z0-9])",
+                  1.0, anchor=rf"{_COUNTRY} ?\d{{2}}", reach=(0, 60)),)
     CONTEXT = ("iban", "bank", "account", "transfer", "银行", "账户", "帐户")
 
     _GROUP_END = regex.compile(r"[A-Za-z0-9](?![A-Za-z0-9])")
