@@ -31,7 +31,7 @@ except ImportError:  # Airflow 2
     from airflow.operators.bash import BashOperator
 
 # Pipeline order; CORPUSMILL_STAGES (comma-separated) narrows it, e.g. to the stages a deployment runs.
-STAGE_ORDER = ["extract", "filter", "pii", "dedup", "score", "mix", "pack", "mindrecord"]
+STAGE_ORDER = ["extract", "filter", "pii", "dedup", "decontam", "score", "mix", "pack", "mindrecord"]
 STAGES = [s.strip() for s in os.environ.get("CORPUSMILL_STAGES", ",".join(STAGE_ORDER)).split(",") if s.strip()]
 
 HERE = os.path.dirname(os.path.abspath(__file__))

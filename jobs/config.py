@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from udfs.config import CONF_DIR, ConfigError, build, deep_merge, read_yaml
+from udfs.decontam import DecontamConfig
 from udfs.filter import FilterConfig
 from udfs.minhash import DedupConfig
 from udfs.mindrecord import MindRecordConfig
@@ -68,6 +69,7 @@ class PipelineConfig:
     filter: FilterConfig = field(default_factory=FilterConfig)
     pii: PiiConfig = field(default_factory=PiiConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
+    decontam: DecontamConfig = field(default_factory=DecontamConfig)
     score: ScoreConfig = field(default_factory=ScoreConfig)
     mix: MixConfig = field(default_factory=MixConfig)
     pack: PackConfig = field(default_factory=PackConfig)

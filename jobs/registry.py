@@ -9,12 +9,14 @@ import importlib
 
 from udfs.config import ConfigError
 
-# Every stage, in the order the pipeline runs them: cheap before expensive, dedup after filtering.
+# Every stage, in the order the pipeline runs them: cheap before expensive, dedup after filtering,
+# decontamination after dedup (fewest documents left) and before the stages that spend work on them.
 STAGE_CLASSES = {
     "extract": "jobs.extract:ExtractStage",
     "filter": "jobs.filter:FilterStage",
     "pii": "jobs.pii:PiiStage",
     "dedup": "jobs.dedup:DedupStage",
+    "decontam": "jobs.decontam:DecontamStage",
     "score": "jobs.score:ScoreStage",
     "mix": "jobs.mix:MixStage",
     "pack": "jobs.pack:PackStage",

@@ -116,6 +116,16 @@ dedup_stats = run_stage_cell("dedup", ("id", "cluster_id", "text"))
 # COMMAND ----------
 
 # MAGIC %md
+# MAGIC ## decontam
+# MAGIC Documents that share a 13-gram with an evaluation set (`decontam.benchmarks`, a folder of JSONL/text files) go.
+
+# COMMAND ----------
+
+decontam_stats = run_stage_cell("decontam", ("id", "decontam_benchmark", "text"))
+
+# COMMAND ----------
+
+# MAGIC %md
 # MAGIC ## score
 # MAGIC Quality score per document from the MindSpore scoring service.
 

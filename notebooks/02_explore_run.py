@@ -108,7 +108,7 @@ show(samples)
 
 # COMMAND ----------
 
-document_stages = [s for s in ("extract", "filter", "pii", "dedup", "score") if s in stats]
+document_stages = [s for s in ("extract", "filter", "pii", "dedup", "decontam", "score") if s in stats]
 lengths = pd.DataFrame()
 if document_stages:
     lengths = text_bars(length_histogram(spark.read.parquet(f"{RUN_DIR}/{document_stages[-1]}/kept")))

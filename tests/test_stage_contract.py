@@ -38,8 +38,12 @@ def settings_read(stage_cls, cfg):
 # Settings naming finished stages of earlier runs: the stage reads those when it is fingerprinted
 # (see the test after the next).
 EARLIER_STAGES = ("dedup.against", "mindrecord.earlier")
+# Settings naming files the stage hashes when it is fingerprinted: a changed value must name real
+# ones (tests/test_decontam.py changes the files).
+FILES_HASHED = ("decontam.benchmarks",)
 CASES = [(name, path) for name in registry.STAGE_ORDER
-         for path in settings_read(registry.stage_class(name), config.PipelineConfig()) if path not in EARLIER_STAGES]
+         for path in settings_read(registry.stage_class(name), config.PipelineConfig())
+         if path not in EARLIER_STAGES + FILES_HASHED]
 
 
 @pytest.mark.parametrize("stage, path", CASES, ids=[f"{s}:{p}" for s, p in CASES])

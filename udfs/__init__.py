@@ -12,6 +12,7 @@ filter      ``filter`` (rules), ``langid``, ``quality`` (signals), ``perplexity`
 pii         ``pii`` (scrubbing, replacement), ``pii_recognizers`` (Presidio ones),   PiiConfig
             ``pii_errors`` (why a document could not be scrubbed)
 dedup       ``minhash`` (normalisation, shingles, signatures, LSH bands)            DedupConfig
+decontam    ``decontam`` (evaluation sets, the n-gram index, lookups)              DecontamConfig
 score       ``score`` (the service client inside a pandas UDF)                      ScoreConfig
 mix         ``mixture`` (domain rules, the mixture plan, sampling)                  MixConfig
 pack        ``packing`` (splitting, best-fit packing), ``tokenizer``                PackConfig

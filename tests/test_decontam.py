@@ -1,0 +1,160 @@
+"""Benchmark decontamination: the n-gram index on plain values, and the decontam stage on real Spark.
+
+The evaluation sets are written here as a user would give them (a folder of JSONL and text files);
+the documents are web-page-like texts that quote a passage, a question, a question with its answer,
+or share only short common phrases, in English and in Chinese.
+"""
+import dataclasses
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from jobs import config, registry
+from jobs.pipeline import run_pipeline, stage_fingerprint
+from udfs.config import ConfigError
+from udfs.decontam import DecontamConfig, NgramIndex, Tokens, match, normalize
+
+PASSAGE = ("The Amazon rainforest covers much of the Amazon basin of South America. This basin encompasses "
+           "seven million square kilometres, of which five and a half million square kilometres are covered "
+           "by the rainforest. The region includes territory belonging to nine nations.")
+QUESTION = "Which element has the highest melting point of all metals found in the periodic table today?"
+ANSWER = "Tungsten"
+SHORT_QUESTION = "Who painted the ceiling of the Sistine Chapel?"  # 8 tokens: matched whole
+CHINESE_QUESTION = "下列关于光合作用的叙述中，正确的是植物在光照条件下把二氧化碳和水合成有机物"
+
+DOCUMENTS = {
+    "passage": "Reading practice. " + PASSAGE.upper().replace(".", "!") + " Discuss with a partner.",
+    "question": f"Homework help: {QUESTION} I could not find it in my notes, can anyone help?",
+    "question_answer": f"Quiz answers: {QUESTION.split(' of all')[0]} of all metals found in the periodic table "
+                       f"today? {ANSWER}. Next question.",
+    "short_question": f"Trivia night! {SHORT_QUESTION} Michelangelo, between 1508 and 1512.",
+    "chinese": f"生物复习题：{CHINESE_QUESTION}。请同学们课后完成。",
+    # Precision: only phrases any text on these subjects shares with the items.
+    "common_phrases": ("South America is a continent. The Amazon basin of South America is large, and the "
+                       "periodic table lists every element. Which element has the highest price? Gold, perhaps."),
+    "chinese_common": "光合作用是植物在光照条件下进行的。二氧化碳和水是原料，有机物是产物。",
+    "unrelated": "The bakery on Main Street opens at seven and sells bread, cakes and coffee every day.",
+}
+
+
+@pytest.fixture(scope="module")
+def benchmarks(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("benchmarks")
+    with open(folder / "reading.jsonl", "w", encoding="utf-8") as f:
+        f.write(json.dumps({"id": "r1", "passage": PASSAGE, "question": "How many nations?", "answer": "nine"}) + "\n")
+    (folder / "science").mkdir()  # a sub-folder is one benchmark of its files (splits)
+    with open(folder / "science" / "test.jsonl", "w", encoding="utf-8") as f:
+        f.write(json.dumps({"question": QUESTION, "choices": ["Iron", "Tungsten", "Gold"], "answer": ANSWER}) + "\n")
+        f.write(json.dumps({"question": SHORT_QUESTION, "answer": ""}) + "\n")
+        f.write(json.dumps({"question": "Is water wet?", "answer": "Yes"}) + "\n")  # too short to look for
+    (folder / "gaokao.txt").write_text(CHINESE_QUESTION + "\n", encoding="utf-8")
+    (folder / "notes.md").write_text("not an evaluation file")
+    return folder
+
+
+def test_normalisation_lowercases_strips_punctuation_and_splits_chinese_into_characters():
+    assert normalize("Hello,  WORLD!\n(It's)") == "hello world it s"
+    assert len(Tokens.of(["光合作用 is photosynthesis"]).hashes) == 4 + 2
+
+
+def test_the_index_holds_each_benchmark_with_its_items(benchmarks):
+    index = NgramIndex.build(DecontamConfig(benchmarks=str(benchmarks)))
+    assert index.names == ["gaokao", "reading", "science"]
+    assert index.items == {"gaokao": {"items": 1, "too_short": 0}, "reading": {"items": 1, "too_short": 0},
+                           "science": {"items": 3, "too_short": 1}}
+    assert index.lengths == [8, 13]  # 13-grams and the one short item, whole
+    assert list(index.hashes) == sorted(index.hashes)
+
+
+def test_passages_questions_and_answers_are_found_and_common_phrases_are_not(benchmarks):
+    index = NgramIndex.build(DecontamConfig(benchmarks=str(benchmarks)))
+    found, best = match(list(DOCUMENTS.values()), index)
+    verdict = {name: (index.names[b] if b >= 0 else None) for name, b in zip(DOCUMENTS, best)}
+    assert verdict == {"passage": "reading", "question": "science", "question_answer": "science",
+                       "short_question": "science", "chinese": "gaokao", "common_phrases": None,
+                       "chinese_common": None, "unrelated": None}
+    assert dict(zip(DOCUMENTS, found))["passage"] == len(Tokens.of([PASSAGE]).hashes) - 13 + 1
+
+
+def test_an_empty_index_and_null_texts_match_nothing(tmp_path):
+    (tmp_path / "empty.jsonl").write_text("")
+    index = NgramIndex.build(DecontamConfig(benchmarks=str(tmp_path)))
+    found, best = match([PASSAGE, None, ""], index)
+    assert list(found) == [0, 0, 0] and list(best) == [-1, -1, -1]
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"benchmarks": "/no/such/folder"}, "decontam.benchmarks: folder not found"),
+    ({"ngram": 0}, "decontam.ngram: must be at least 1"),
+    ({"min_item_tokens": 14}, r"decontam.min_item_tokens: must be within \[1, ngram=13\]"),
+    ({"action": "delete"}, "decontam.action: must be one of reject, flag"),
+])
+def test_invalid_settings_are_one_line_naming_the_key(settings, message):
+    with pytest.raises(ConfigError, match=message):
+        config.load(overrides={"decontam": settings})
+
+
+def test_a_folder_without_evaluation_files_or_with_broken_json_is_a_config_error(tmp_path):
+    (tmp_path / "readme.md").write_text("x")
+    with pytest.raises(ConfigError, match="no .jsonl, .json, .txt files"):
+        NgramIndex.build(DecontamConfig(benchmarks=str(tmp_path)))
+    (tmp_path / "bad.jsonl").write_text('{"q": "fine"}\n{broken\n')
+    with pytest.raises(ConfigError, match="bad.jsonl line 2: not JSON"):
+        NgramIndex.build(DecontamConfig(benchmarks=str(tmp_path)))
+
+
+def test_changed_evaluation_files_change_the_stage_fingerprint(tmp_path):
+    (tmp_path / "a.txt").write_text(QUESTION + "\n")
+    cfg = config.load(overrides={"decontam": {"benchmarks": str(tmp_path)}})
+    stage = registry.stage_class("decontam")
+    before = stage_fingerprint(stage(None, cfg), "upstream")
+    (tmp_path / "a.txt").write_text(PASSAGE + "\n")
+    assert stage_fingerprint(stage(None, cfg), "upstream") != before
+    (tmp_path / "a.txt").unlink()
+    tmp_path.rmdir()
+    with pytest.raises(ConfigError, match="decontam.benchmarks: folder not found"):
+        stage_fingerprint(stage(None, cfg), "upstream")
+
+
+# ---------------------------------------------------------------- the stage on Spark
+
+@pytest.fixture(scope="module")
+def docs_parquet(tmp_path_factory):
+    path = tmp_path_factory.mktemp("docs") / "docs.parquet"
+    pq.write_table(pa.table({"id": list(DOCUMENTS), "url": [f"https://example.com/{k}" for k in DOCUMENTS],
+                             "text": list(DOCUMENTS.values())}), path)
+    return str(path)
+
+
+def test_the_stage_rejects_contaminated_documents_by_benchmark_and_counts_them(spark, benchmarks, docs_parquet, tmp_path):
+    cfg = config.load(overrides={"decontam": {"benchmarks": str(benchmarks)}})
+    stats = run_pipeline(spark, cfg, [docs_parquet], ["decontam"], str(tmp_path), "r", echo=lambda line: None)[0]
+    assert stats["reconciled"] and stats["kept"] == 3 and stats["rejected"] == {"decontamination": 5}
+    assert stats["benchmarks"] == {"gaokao": {"items": 1, "too_short": 0, "documents": 1},
+                                   "reading": {"items": 1, "too_short": 0, "documents": 1},
+                                   "science": {"items": 3, "too_short": 1, "documents": 3}}
+    assert stats["ngram_lengths"] == [8, 13] and stats["index_bytes"] > 0
+    rejected = {r["id"]: (r["reject_rule"], r["reject_value"], r["decontam_benchmark"]) for r in
+                spark.read.parquet(str(tmp_path / "r" / "decontam" / "rejected")).collect()}
+    assert rejected["chinese"] == ("decontamination", "gaokao", "gaokao")
+    assert set(rejected) == {"passage", "question", "question_answer", "short_question", "chinese"}
+    kept = spark.read.parquet(str(tmp_path / "r" / "decontam" / "kept"))
+    assert {r["id"]: r["decontam_ngrams"] for r in kept.collect()} == {
+        "common_phrases": 0, "chinese_common": 0, "unrelated": 0}
+
+
+def test_flag_mode_keeps_every_document_and_names_the_benchmark(spark, benchmarks, docs_parquet, tmp_path):
+    cfg = config.load(overrides={"decontam": {"benchmarks": str(benchmarks), "action": "flag"}})
+    stats = run_pipeline(spark, cfg, [docs_parquet], ["decontam"], str(tmp_path), "r", echo=lambda line: None)[0]
+    assert stats["kept"] == len(DOCUMENTS) and stats["rejected"] == {}
+    assert stats["benchmarks"]["science"]["documents"] == 3
+    kept = spark.read.parquet(str(tmp_path / "r" / "decontam" / "kept"))
+    assert kept.where("decontam_benchmark is not null").count() == 5
+
+
+def test_without_benchmarks_every_document_is_kept(spark, docs_parquet, tmp_path):
+    cfg = dataclasses.replace(config.PipelineConfig())
+    stats = run_pipeline(spark, cfg, [docs_parquet], ["decontam"], str(tmp_path), "r", echo=lambda line: None)[0]
+    assert stats["kept"] == len(DOCUMENTS) and stats["benchmarks"] == {}
