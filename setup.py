@@ -1,5 +1,5 @@
 """corpusmill: web crawls → LLM pre-training data on Spark, with a MindSpore scoring sidecar."""
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 setup(
     name="corpusmill",
@@ -42,5 +42,8 @@ setup(
         # moto's standalone server is the loopback S3 of tests/test_mindrecord_uri.py
         "dev": ["pytest>=7", "vermin>=1.6,<2", "moto[server]>=5.0,<6"],
     },
+    # The quality signals in compiled code (udfs/quality.py calls it); pyproject.toml has pip fetch
+    # Cython to build it, so a wheel or an installed venv needs no compiler at run time.
+    ext_modules=[Extension("udfs._quality_signals", ["udfs/_quality_signals.pyx"])],
     entry_points={"console_scripts": ["corpusmill=jobs.cli:main"]},
 )

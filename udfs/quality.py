@@ -27,13 +27,27 @@ Where this differs from datatrove (each is deliberate):
   javascript/policy lines; here they only do not count towards ``c4_sentences``).
 A signal that is undefined for a document (a ratio over zero lines, words or characters) is null,
 and a rule never fires on a null signal.
+
+``compute_signals_reference`` below is the definition, in Python; ``compute_signals``, which the
+filter calls, gives the same values from compiled code (``udfs/_quality_signals.pyx``, about 8x less
+CPU), built by ``pip install`` (tests/test_quality_compiled.py compares the two).
 """
 from __future__ import annotations
 
+import functools
+import re
 from typing import Dict, FrozenSet, List, Optional, Sequence
 
 import numpy as np
 import regex
+
+try:
+    from udfs import _quality_signals
+except ImportError as exc:  # a checkout that pip has not built, or a shipped udfs/ without the .so
+    raise ImportError(
+        "corpusmill's compiled quality signals (udfs/_quality_signals.pyx) are not built: install "
+        "corpusmill with pip (`pip install -e .` in the clone, as scripts/bootstrap.sh does), which "
+        "compiles them; on a cluster, build the clone before `python -m jobs.package`") from exc
 
 # Scripts written without spaces between words: every character is a word.
 _UNSEGMENTED = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}"
@@ -53,8 +67,11 @@ _TERMINAL_TUPLE = tuple(TERMINAL_PUNCTUATION)
 # A sentence ends at terminal punctuation (plus closing quotes/brackets) before a space or the end
 # of the line, or at full-width CJK terminal punctuation, which needs no space after it.
 _CLOSING = "\"'’”»)]」』）"
+_SENTENCE_END_CHAR = f"[{regex.escape(TERMINAL_PUNCTUATION)}…]"
+_FULL_WIDTH_END_CHAR = "[。！？｡]"
+_CLOSING_CHAR = f"[{regex.escape(_CLOSING)}]"
 _SENTENCE_END = regex.compile(
-    rf"[{regex.escape(TERMINAL_PUNCTUATION)}…]+[{regex.escape(_CLOSING)}]*(?=\s|$)|[。！？｡]+[{regex.escape(_CLOSING)}]*")
+    rf"{_SENTENCE_END_CHAR}+{_CLOSING_CHAR}*(?=\s|$)|{_FULL_WIDTH_END_CHAR}+{_CLOSING_CHAR}*")
 _WORD_CHAR_FROM_END = regex.compile(r"[\p{L}\p{N}]", regex.REVERSE)
 _DIGIT = regex.compile(r"\d")
 # Punctuation a sentence normally contains; everything else that is not a letter, mark, digit or
@@ -65,6 +82,8 @@ _PARAGRAPH_BREAK = regex.compile(r"\n[^\S\n]*\n\s*")
 # C4's line-level markers (datatrove C4QualityFilter).
 POLICY_SUBSTRINGS = ("terms of use", "privacy policy", "cookie policy", "uses cookies",
                      "use of cookies", "use cookies")
+JAVASCRIPT = "javascript"
+LOREM_IPSUM = "lorem ipsum"
 C4_MIN_WORDS_PER_LINE = 3
 C4_MAX_WORD_LENGTH = 1000
 FINEWEB_SHORT_LINE_CHARS = 30
@@ -105,6 +124,43 @@ SIGNALS: Dict[str, str] = {
     "special_symbol_frac": "float",
     "digit_frac": "float",
 }
+
+
+# The character classes the compiled signals (udfs/_quality_signals.pyx) read from a table, one bit
+# each in this order, as the patterns above (and str.isspace, which str.split/strip use) define them.
+CHAR_CLASSES = (
+    ("word", r"\w"),
+    ("space", r"\s"),
+    ("py_space", None),  # str.isspace: stdlib re's \s
+    ("letter", r"\p{L}"),
+    ("mark", r"\p{M}"),
+    ("letter_or_number", _WORD_CHAR_FROM_END.pattern),
+    ("unsegmented", f"[{_UNSEGMENTED}]"),
+    ("digit", _DIGIT.pattern),
+    ("special", _SPECIAL.pattern),
+    ("lower_to_ascii", None),  # not ASCII, but its str.lower() holds ASCII (KELVIN SIGN -> k)
+    ("sentence_end", _SENTENCE_END_CHAR),
+    ("terminal", f"[{regex.escape(TERMINAL_PUNCTUATION)}]"),
+    ("closing", _CLOSING_CHAR),
+    ("full_width_end", _FULL_WIDTH_END_CHAR),
+)
+
+
+def character_flags() -> np.ndarray:
+    """Per code point (0 to 0x10FFFF), the bits of CHAR_CLASSES it belongs to; ~0.1 s, once per process."""
+    every_char = np.arange(0x110000, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+    flags = np.zeros(len(every_char), dtype=np.uint16)
+    for bit, (name, pattern) in enumerate(CHAR_CLASSES):
+        if name == "py_space":
+            runs = re.finditer(r"\s+", every_char)
+        elif name == "lower_to_ascii":  # only a character that changes when lowercased can
+            runs = (m for m in regex.finditer(r"(?![\x00-\x7f])\p{Changes_When_Lowercased}", every_char)
+                    if any(c < "\x80" for c in m.group().lower()))
+        else:
+            runs = regex.finditer(f"(?:{pattern})+", every_char)
+        for run in runs:
+            flags[run.start():run.end()] |= 1 << bit
+    return flags
 
 
 def _ratio(numerator: float, denominator: float) -> Optional[float]:
@@ -203,7 +259,25 @@ class _NGrams:
 
 
 def compute_signals(text: str, stop_words: Optional[FrozenSet[str]] = None) -> dict:
-    """All signals of ``text``; ``stop_words`` is the list for the document's language (None: no list)."""
+    """All signals of ``text``; ``stop_words`` is the list for the document's language (None: no list).
+
+    Compiled code with the same values as ``compute_signals_reference``.
+    """
+    names, computer = _compiled_signals()
+    return dict(zip(names, computer.compute(text, stop_words)))
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_signals():
+    """The names of the signals, in the reference's order, and the compiled computer; once per process."""
+    computer = _quality_signals.SignalComputer(
+        character_flags(), POLICY_SUBSTRINGS, JAVASCRIPT, LOREM_IPSUM, C4_MIN_WORDS_PER_LINE,
+        C4_MAX_WORD_LENGTH, FINEWEB_SHORT_LINE_CHARS, TOP_NGRAMS, DUP_NGRAMS)
+    return tuple(compute_signals_reference("")), computer
+
+
+def compute_signals_reference(text: str, stop_words: Optional[FrozenSet[str]] = None) -> dict:
+    """All signals of ``text`` in Python: the definition ``compute_signals`` reproduces."""
     lines: List[str] = []
     n_sentences = c4_sentences = 0
     bullets = ellipsis_lines = punct_lines = short_lines = javascript_lines = policy_lines = 0
@@ -221,7 +295,7 @@ def compute_signals(text: str, stop_words: Optional[FrozenSet[str]] = None) -> d
         punct_lines += line.rstrip(_CLOSING).endswith(_TERMINAL_TUPLE)
         short_lines += len(line) <= FINEWEB_SHORT_LINE_CHARS
         lower = line.lower()
-        javascript = "javascript" in lower
+        javascript = JAVASCRIPT in lower
         policy = any(p in lower for p in POLICY_SUBSTRINGS)
         javascript_lines += javascript
         policy_lines += policy
@@ -231,7 +305,7 @@ def compute_signals(text: str, stop_words: Optional[FrozenSet[str]] = None) -> d
         if n_line_words < C4_MIN_WORDS_PER_LINE or (
                 len(line) > C4_MAX_WORD_LENGTH and any(len(w) > C4_MAX_WORD_LENGTH for w in words)):
             continue
-        lorem_ipsum = lorem_ipsum or "lorem ipsum" in lower
+        lorem_ipsum = lorem_ipsum or LOREM_IPSUM in lower
         if javascript:
             continue
         curly_bracket = curly_bracket or "{" in line
