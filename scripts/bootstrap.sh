@@ -15,12 +15,19 @@ if [ -z "${JAVA_HOME:-}" ] && ! command -v java >/dev/null; then
   die "no Java runtime found; install a JDK 17+ (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME"
 fi
 
-STAMP_KEY="$(cat "$ROOT/setup.py" | sha256sum | cut -c1-16)-$(echo "$ROOT" | sha256sum | cut -c1-8)"
+# The install is redone when what it builds changes: setup.py, and the compiled signals' source and
+# build requirements (an editable install does not recompile them by itself).
+STAMP_KEY="$(cat "$ROOT/setup.py" "$ROOT/pyproject.toml" "$ROOT"/udfs/*.pyx | sha256sum | cut -c1-16)-$(echo "$ROOT" | sha256sum | cut -c1-8)"
 if [ ! -x "$VENV/bin/python" ]; then
   echo "corpusmill setup: creating $VENV (first run downloads ~1 GB of wheels)"
   "$PYTHON" -m venv "$VENV"
 fi
 if [ "$(cat "$VENV/.corpusmill-stamp" 2>/dev/null)" != "$STAMP_KEY" ]; then
+  # pip compiles the quality signals (Cython → C): it needs a C compiler and the Python headers.
+  command -v "${CC:-cc}" >/dev/null || command -v gcc >/dev/null \
+    || die "no C compiler found; install one (e.g. apt-get install gcc) to build corpusmill's compiled signals"
+  "$VENV/bin/python" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+    || die "Python headers (Python.h) not found; install them (e.g. apt-get install python3-dev)"
   echo "corpusmill setup: installing corpusmill and its dependencies into $VENV"
   "$VENV/bin/pip" install -q --upgrade pip
   "$VENV/bin/pip" install -q -e "$ROOT[dev]"
