@@ -1,15 +1,20 @@
 """corpusmill: web crawls → LLM pre-training data on Spark, with a MindSpore scoring sidecar."""
-from setuptools import Extension, find_packages, setup
+from setuptools import Extension, find_namespace_packages, setup
 
 setup(
     name="corpusmill",
     version="0.1.0",
     description="WARC → filtered, PII-scrubbed, deduplicated, scored, packed MindRecord training data on Spark",
     python_requires=">=3.9,<3.12",  # README, scripts/bootstrap.sh and tests/test_architecture.py agree
-    packages=find_packages(include=["jobs", "jobs.*", "udfs", "udfs.*", "scoring_service", "scoring_service.*",
-                                    "loader", "loader.*", "tools", "tools.*"]),
+    # Folders that hold only data (udfs/vocab, scoring_service/models/default, …) are packages too, so
+    # every file a module opens beside itself ships with it; compiled leftovers do not.
+    packages=find_namespace_packages(include=["jobs", "jobs.*", "udfs", "udfs.*", "scoring_service",
+                                              "scoring_service.*", "loader", "loader.*", "tools", "tools.*"],
+                                     exclude=["*.__pycache__"]),
+    package_dir={"": "."},  # the flat layout, said outright: an editable install is then one .pth line
     include_package_data=True,
-    package_data={"scoring_service": ["models/**/*"], "udfs": ["lm_models/*", "vocab/*"]},
+    package_data={"": ["*"]},
+    exclude_package_data={"": ["*.pyc", "*.so", "*.pyd"]},
     install_requires=[
         "pyspark>=3.5,<5",
         "pandas>=2.0,<3",

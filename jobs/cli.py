@@ -12,6 +12,7 @@ import argparse
 import os
 import shutil
 import sys
+from importlib import metadata
 from typing import List, Optional
 
 if __name__ == "__main__" and not __package__:
@@ -78,10 +79,37 @@ def report_command(args: argparse.Namespace) -> int:
     return 0
 
 
+RUN_DESCRIPTION = f"""\
+Run every stage, or the stages named in --stages, in this order:
+  {' -> '.join(registry.STAGE_ORDER)}
+Outputs go to <output>/<run>/<stage>/ (kept/, rejected/, errors/, _stats.json). A re-run skips the
+stages that finished with the same config and input and resumes at the first unfinished one. Prints
+one summary line per stage and writes <output>/<run>/report.html at the end."""
+RUN_EXAMPLES = """\
+examples:
+  corpusmill run --input data/sample --output out --run demo                    # the bundled sample WARCs
+  corpusmill run --input 'crawl/*.warc.gz' --output out --run cc-2026-48        # every stage
+  corpusmill run --input crawl/ --stages extract --run try --sample 0.01        # 1 % deterministic sample
+  corpusmill run --stages filter,pii --input some/docs.parquet --run rerun      # stages alone on Parquet
+  corpusmill run --config conf/yarn.yaml --input 'hdfs:///crawl/*.warc.gz' --output hdfs:///out --run r1
+
+exit codes: 0 done, 2 configuration or input error (one line on stderr), 3 counts did not reconcile"""
+
+
+def version() -> str:
+    try:
+        return metadata.version("corpusmill")
+    except metadata.PackageNotFoundError:  # run from a clone that was never installed
+        return "unknown (not installed)"
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="corpusmill", description="Web crawl → LLM pre-training data on Spark.")
+    parser.add_argument("--version", action="version", version=f"corpusmill {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="run the pipeline, one stage or a list of stages")
+    run = commands.add_parser("run", help="run the pipeline, one stage or a list of stages",
+                              description=RUN_DESCRIPTION, epilog=RUN_EXAMPLES,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(run)
     report = commands.add_parser("report", help="(re)write <output>/<run>/report.html from a run's outputs")
     report.add_argument("--config", help="YAML config (default: conf/local.yaml)")
