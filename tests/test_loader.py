@@ -1,8 +1,12 @@
 """The MindSpore loader over real pipeline output, and one training step of a tiny model on it."""
+import subprocess
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import ROOT
 from corpus_docs import book_parts, forum_threads, news_articles, web_pages
 from jobs import config
 from jobs.pipeline import run_pipeline
@@ -125,3 +129,12 @@ def test_one_training_step_on_loader_batches(shards):
     assert np.isfinite(losses).all() and losses[0] > 0
     assert losses[2] < losses[0]
     assert not np.allclose(model.head.weight.asnumpy(), weights)
+
+
+@pytest.mark.slow  # a fresh interpreter imports MindSpore (~15 s)
+def test_importing_the_loader_prints_nothing():
+    """MindSpore's wheel is built against NumPy 1: its first op under NumPy 2 fails once with a long
+    notice and a traceback, which the loader takes at import without showing it."""
+    result = subprocess.run([sys.executable, "-c", "from loader import sequence_dataset, block_causal_mask"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout == "" and result.stderr == "", result.stderr[-3000:]
