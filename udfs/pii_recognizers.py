@@ -308,9 +308,9 @@ class EmailAddressRecognizer(RegexRecognizer):
                            r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]{0,61}[A-Za-z0-9]"
                            + _END, 1.0, anchor="@", reach=(70, 260)),
              Rule("email_at_bracketed", rf"{_LOCAL}{_AT}{_LABEL}(?:(?:\.|{_DOT}|{_DOT_WORD}){_LABEL})+{_END}", 0.9,
-                  anchor=r"[\[({<][ \t]*(?i:at)[ \t]*[\])}>]", reach=(70, 260)),
+                  anchor=r"[\[({<](?=[ \t]*(?i:at)[ \t]*[\])}>])", reach=(70, 260)),
              Rule("email_at_word", rf"{_LOCAL}{_AT_WORD}{_LABEL}(?:(?:{_DOT}|{_DOT_WORD}){_LABEL})+{_END}", 0.7,
-                  anchor=r"[ \t](?i:dot)[ \t]|[\[({<][ \t]*(?i:dot)", reach=(140, 130)))
+                  anchor=r"(?:dot|DOT|Dot)(?=[ \t\])}>])", reach=(140, 130)))
 
     def __init__(self, **kwargs):
         import tldextract
@@ -371,10 +371,10 @@ class PhoneNumberRecognizer(LocalRecognizer):
     # Digit groups (one may be bracketed) joined by one separator each, a "(0)" trunk prefix being
     # a bracketed group, then an optional extension.
     _GROUP = r"(?:[(（]\d{1,6}[)）]|\d{1,15})"
-    _SEP = r"(?:[ \xa0]?[-–—－.][ \xa0]?|[ \xa0/]|(?<=[)）])|(?=[(（]))"
+    _SEP = r"(?:[ \xa0]?[-–—－./][ \xa0]?|[ \xa0]|(?<=[)）])|(?=[(（]))"
     _EXT = r"(?:[ \xa0]?(?:x|ext\.?|extn\.?|extension|#)[ \xa0]?\d{1,6})"
     _NUMBER = rf"(?:\+[ \xa0]?|(?<!\d)00(?=[1-9]))?{_GROUP}(?:{_SEP}{_GROUP})*{_EXT}?(?![\d(（]|[.,．]\d)"
-    _CANDIDATE = regex.compile(rf"(?<![A-Za-z0-9_@/.+]|[A-Za-z0-9][-–]|\d[.,．]){_NUMBER}")
+    _CANDIDATE = regex.compile(rf"(?<![A-Za-z0-9_@/.+]|[A-Za-z0-9][-–]|\d[.,．:]){_NUMBER}")
     _CANDIDATE_GLUED = regex.compile(rf"(?<![0-9+]|\d[.,．\-–]){_NUMBER}")
     _EXTENSION = regex.compile(rf"{_EXT}$")
     _TRUNK = regex.compile(r"[ \xa0]?[(（]0[)）]")
@@ -390,6 +390,7 @@ class PhoneNumberRecognizer(LocalRecognizer):
     # Shapes as often something else: thousands ("1 234 567"), "1123-1145" ranges, ZIP+4, EIN.
     _WEAK_SHAPES = regex.compile(r"[1-9]\d{0,2}([ \xa0.])\d{3}(?:\1\d{3})*|\d{1,4} ?[-–—] ?\d{1,4}|\d{5}-\d{4}|\d{2}-\d{7}")
     _FULLWIDTH = str.maketrans("０１２３４５６７８９（）－", "0123456789()-")
+    _DASH_EXTENSION = regex.compile(r"(.*\d)[ \xa0]?[-–][ \xa0]?\d{1,4}")
     _AREA_SLASH = regex.compile(r"(?:\+\d{1,3} ?(?:\(0\))?|\(?0)[\d ]{1,6}\)? ?/")
     _CN_MOBILE = regex.compile(r"(?:(?:\+|00)86)?1[3-9]\d{9}")
     _GLUED_BEFORE = regex.compile(r"[A-Za-z/_@.]$")
@@ -421,7 +422,8 @@ class PhoneNumberRecognizer(LocalRecognizer):
         digits = "".join(groups)
         marks = {c for sep in self._SEPARATORS.findall(number) for c in sep if c in ".-–—/"}
         if (not self.MIN_DIGITS <= len(digits) <= self.MAX_DIGITS + 2 or len(set(digits)) == 1
-                or self._DATE.search(number) or isbn13_valid(digits)):
+                or self._DATE.search(number) or isbn13_valid(digits)
+                or (len(groups[-1]) == 1 and isbn10_valid(digits))):  # "0-8346-5787-2"
             return 0.0, ""
         # A slash only follows an area code with its trunk prefix ("030/227-555"), never "17-24 160/ 450".
         if "/" in marks and not self._AREA_SLASH.match(number):
@@ -431,7 +433,12 @@ class PhoneNumberRecognizer(LocalRecognizer):
             # "00" may also begin a national number ("0002 176808").
             if found[0] or number.startswith("+"):
                 return found
-        return self.national(number, groups, digits, marks)
+        found = self.national(number)
+        stem = self._DASH_EXTENSION.fullmatch(number)
+        if not found[0] and stem and len(groups) >= 3 and number.startswith(("0", "(0")):
+            # An extension after a dash and an area code ("0731 / 153 87-0", "0755-33902122-8480").
+            return self.national(stem.group(1))
+        return found
 
     def international(self, number: str, marks: set) -> Tuple[float, str]:
         groups = self._DIGITS.findall(self._TRUNK.sub("", number))
@@ -448,10 +455,15 @@ class PhoneNumberRecognizer(LocalRecognizer):
             return 0.0, ""
         return self.SCORE_INTERNATIONAL, phonenumbers.region_code_for_country_code(parsed.country_code)
 
-    def national(self, number: str, groups: List[str], digits: str, marks: set) -> Tuple[float, str]:
-        # Dots join groups of 2-4 digits ("04.72.18.33.60"), with no other mark: not a version, an
-        # address, a decimal or "9.00-17.30". One-digit groups only lead ("1 800 …", "0 800 …").
-        if ("." in marks and (len(marks) > 1 or any(not 2 <= len(g) <= 4 for g in groups))
+    def national(self, number: str) -> Tuple[float, str]:
+        groups = self._DIGITS.findall(number)
+        digits = "".join(groups)
+        marks = {c for sep in self._SEPARATORS.findall(number) for c in sep if c in ".-–—/"}
+        # Dots join groups of 2-4 digits ("04.72.18.33.60"), beside other marks only groups of 3-4
+        # ("010-6480.1817"): not a version, an address, a decimal or "9.00-17.30". One-digit groups
+        # only lead ("1 800 …", "0 800 …").
+        if ("." in marks and (any(not 2 <= len(g) <= 4 for g in groups)
+                              or len(marks) > 1 and any(len(g) < 3 for g in groups[1:]))
                 or len(digits) > self.MAX_DIGITS or any(len(g) == 1 for g in groups[1:])
                 or self._NOT_PHONE_SHAPES.fullmatch(number) or self._YEAR_RANGE.fullmatch(number)):
             return 0.0, ""
@@ -486,6 +498,26 @@ class PhoneNumberRecognizer(LocalRecognizer):
             except phonenumbers.NumberParseException:
                 continue
         return ""
+
+    def pieces(self, text: str, start: int, end: int) -> List[Tuple[int, int]]:
+        """A national run of more than 12 digits joined by spaces holds more than one number.
+        Listed numbers ("0579-85793260 85158840 15024544802") part where a group of seven digits or
+        more follows seven digits; what is still too long loses its first or last group."""
+        raw = text[start:end]
+        if raw.startswith(("+", "00")) or self._EXTENSION.search(raw) or sum(c.isdigit() for c in raw) <= 12:
+            return [(start, end)]
+        spans, lo, last_end, count = [], start, start, 0
+        for chunk in self._CHUNK.finditer(raw):
+            chunk_digits = sum(c.isdigit() for c in chunk.group())
+            if count >= 7 and chunk_digits >= 7:
+                spans.append((lo, last_end))
+                lo, count = start + chunk.start(), 0
+            count += chunk_digits
+            last_end = start + chunk.end()
+        spans.append((lo, end))
+        return [self.trimmed(text, lo, hi) for lo, hi in spans]
+
+    _CHUNK = regex.compile(r"[^ \xa0]+")
 
     def trimmed(self, text: str, start: int, end: int) -> Tuple[int, int]:
         """A national run of more than 12 digits joined by spaces may be a number beside another
@@ -539,7 +571,7 @@ class PhoneNumberRecognizer(LocalRecognizer):
 
     def analyze(self, text: str, entities: List[str], nlp_artifacts=None) -> List[RecognizerResult]:
         results = []
-        for start, end in dict.fromkeys(self.trimmed(text, *span) for span in self.candidates(text)):
+        for start, end in dict.fromkeys(piece for span in self.candidates(text) for piece in self.pieces(text, *span)):
             score, region = self.shape_score(text[start:end])
             if score > 0 and not self.in_the_way(text, start, end):
                 score = self._context.adjust(text, start, score)
@@ -631,14 +663,17 @@ class CardNumberRecognizer(RegexRecognizer):
 
 
 class IbanCodeRecognizer(RegexRecognizer):
-    """IBAN: country code (any case), check digits and alphanumeric groups however spaced. It ends at
+    """IBAN: country code, check digits and alphanumeric groups however spaced or cased. It ends at
     the first group boundary where stdnum finds a valid IBAN (the country's length and BBAN layout,
     the mod-97 check digits and any national ones), so "DE89… 2 days" loses the " 2"."""
 
     ENTITY = "IBAN"
-    _COUNTRY = "(?i:" + "|".join(sorted(regex_per_country)) + ")"
-    RULES = (Rule("iban", rf"(?<![A-Za-z0-9]){_COUNTRY} ?[0-9]{{2}}(?:[ .-]?[A-Za-z0-9]{{1,4}}){{2,12}}(?![A-Za-z0-9])",
-                  1.0, anchor=rf"{_COUNTRY} ?\d{{2}}", reach=(0, 60)),)
+    # Upper case, or lower case glued to the check digits ("de89…"): "at 10", "be 20", "no 12" are words.
+    _COUNTRY = "(?:(?:" + "|".join(sorted(regex_per_country)) + ") ?|(?:" + "|".join(
+        sorted(c.lower() for c in regex_per_country)) + "))"
+    # The anchor starts at the check digits: a look-behind tried at every position is slow.
+    RULES = (Rule("iban", rf"(?<![A-Za-z0-9]){_COUNTRY}[0-9]{{2}}(?:[ .-]?[A-Za-z0-9]{{1,4}}){{2,12}}(?![A-Za-z0-9])",
+                  1.0, anchor=r"\d\d(?<=(?<![A-Za-z0-9])(?:[A-Z]{2} ?|[a-z]{2})\d\d)", reach=(3, 60)),)
     CONTEXT = ("iban", "bank", "account", "transfer", "银行", "账户", "帐户")
 
     _GROUP_END = regex.compile(r"[A-Za-z0-9](?![A-Za-z0-9])")
