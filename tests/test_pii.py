@@ -210,6 +210,108 @@ def test_positives_are_found_with_their_exact_span(scrubber, text, entity, value
     assert found(scrubber, text) == [(entity, value)]
 
 
+# ------------------------------------------------------------------ phones as people write them (issue 17)
+
+# Possible but not valid numbers, extensions, "(0)" trunk prefixes, dots, national formats: caught
+# with or without a phone word, in a sentence.
+PHONE_FORMATS = [
+    ("Our New York desk: +1-917-104-2231, ask for Ana.", "+1-917-104-2231"),       # exchange starts with 1
+    ("The Ottawa office is 613-281-4470 on weekdays.", "613-281-4470"),
+    ("Support +1-512-160-7781x204 answers within a day.", "+1-512-160-7781x204"),
+    ("Support 512-160-7781 ext. 12 answers within a day.", "512-160-7781 ext. 12"),
+    ("Her UK mobile +447700 480 113 is off at night.", "+447700 480 113"),
+    ("Zurich office +41 (0)44 632 18 07, third floor.", "+41 (0)44 632 18 07"),
+    ("Stockholm: +46 (0)8 123 456 78 (reception).", "+46 (0)8 123 456 78"),
+    ("Lyon, 04.72.18.33.60, du lundi au vendredi.", "04.72.18.33.60"),
+    ("Praxis Dr. Hahn, 0612 345 67 89, nur nach Vereinbarung.", "0612 345 67 89"),
+    ("Berlin 030 12345678 (Zentrale)", "030 12345678"),
+    ("Büro Ulm 0731 / 153 87-0, Empfang.", "0731 / 153 87-0"),
+    ("Beijing office 0044 20 7946 0958 and more.", "0044 20 7946 0958"),
+    ("Mottagningen, 08-41 64 43, stänger kl. 16.", "08-41 64 43"),
+    ("Questions? 01614960351, Monday to Friday.", "01614960351"),
+    ("北京办事处 010-6480.1817 欢迎来访", "010-6480.1817"),
+]
+
+
+@pytest.mark.parametrize("text,value", PHONE_FORMATS)
+def test_phone_formats_people_write_are_caught(scrubber, text, value):
+    assert found(scrubber, text) == [("PHONE", value)]
+
+
+# Bare 7-8 digit local numbers count only after a phone word, in any of several languages.
+LOCAL_WITH_CONTEXT = [
+    ("Call 532 8841 after six.", "532 8841"), ("phone: (21) 553-019", "(21) 553-019"),
+    ("Tel. 47-12-90-33", "47-12-90-33"), ("fax 532-8841", "532-8841"), ("Mobile 5328 8412", "5328 8412"),
+    ("Telefon: 53 28 84 12", "53 28 84 12"), ("téléphone 53 28 84 12", "53 28 84 12"),
+    ("cellulare 5328841", "5328841"), ("Ring oss på 532 88 41", "532 88 41"),
+    ("电话：5328841", "5328841"), ("手机 5328 8412", "5328 8412"), ("请联系 6509 1040", "6509 1040"),
+]
+
+
+@pytest.mark.parametrize("text,value", LOCAL_WITH_CONTEXT)
+def test_local_numbers_are_caught_after_a_phone_word(scrubber, text, value):
+    assert found(scrubber, text) == [("PHONE", value)]
+    assert found(scrubber, text.replace(text[:text.index(value)], "We counted ")) == []
+
+
+# Numbers that look like phone numbers and are something else.
+PHONE_LOOKALIKES = {
+    "date": ["Stand: 09/18/2005", "hearing moved to 15.11.2023", "Published 2019-04-30 by the ministry", "am 02-11-2021"],
+    "time": ["Open 9.00-17.30 daily.", "Kick-off at 19:30, doors 17:45.", "Last login 2023-11-15 10:45:12",
+             "2009-1-7 20:21 195789568 views"],
+    "price": ["Now only $12,499.99!", "Preis: 1.299.000,00 €", "Kaufpreis 349 500 kr", "售价 12800.00 元",
+              "The budget rose to £12 500 000."],
+    "version": ["Requires version 10.0.19045.3693", "Tested with v4.12.345-2024", "build 22631.2861"],
+    "isbn": ["ISBN 978-3-16-148410-0", "Hardcover, 0-8346-5787-2, 412 pp.", "(9780306406157, paperback)"],
+    "order": ["Order #4155550132 has shipped.", "Ihre Bestellnummer lautet 302-4455123-9988776.",
+              "Invoice no. 2023-118822", "订单号 2023111512345678 已发货"],
+    "tracking": ["Tracking: 1Z999AA10123456784", "USPS tracking 9400 1000 0000 0000 0000 00", "Sendungsnummer 340434188193"],
+    "coordinates": ["located at 48.858844, 2.294351", "GPS 40.712776 -74.005974", "51°30′26″N 0°7′39″W",
+                    "(-33.868820, 151.209296)"],
+    "score": ["They won 102-98 after overtime.", "Final: 6-4, 3-6, 7-6 (7-4)", "Halbzeit 1:0, Endstand 3:1"],
+    "pages": ["J. Appl. Phys. 112, pp. 1123–1145 (2012).", "see pages 233-251", "Vol. 12, No. 3, 1999, 2345-2378"],
+    "quantity": ["Population 1 234 567 (census 2021)", "an area of 357 588 km²", "Auflage 1.250.000 Exemplare",
+                 "Oxford, MS 38655-4109", "years 1990-2000 and 2001 – 2010"],
+}
+
+
+@pytest.mark.parametrize("kind,text", [(k, t) for k, texts in PHONE_LOOKALIKES.items() for t in texts])
+def test_numbers_that_only_look_like_phones_are_left_alone(scrubber, kind, text):
+    assert scrubber.scrub(text) == (text, {}), kind
+
+
+def test_listed_numbers_are_told_apart(scrubber):
+    text = "批发咨询：0579-85793260 15024544802 13094651520 联系地址：义乌"
+    assert found(scrubber, text) == [("PHONE", "0579-85793260"), ("PHONE", "15024544802"), ("PHONE", "13094651520")]
+    assert found(scrubber, "Pizza | 3843 Peartree Road, Bamblee, SD 20241 440-600-5124") == [("PHONE", "440-600-5124")]
+
+
+# ------------------------------------------------------------------ IBAN in any case, obfuscated e-mail
+
+def test_lower_case_ibans_are_caught_and_checked(scrubber):
+    assert found(scrubber, "my iban is de89 3704 0044 0532 0130 00 ok") == [("IBAN", "de89 3704 0044 0532 0130 00")]
+    assert found(scrubber, "iban gb82west12345698765432.") == [("IBAN", "gb82west12345698765432")]
+    assert found(scrubber, "iban de89 3704 0044 0532 0130 01") == []           # mod 97 fails
+
+
+@pytest.mark.parametrize("text,value", [
+    ("write to jane.doe [at] gmail [dot] com please", "jane.doe [at] gmail [dot] com"),
+    ("Kontakt: d.toelle[at]rechtambild.de –", "d.toelle[at]rechtambild.de"),
+    ("bitte an redaktion (at) wakenews.net schreiben", "redaktion (at) wakenews.net"),
+    ("mail li.wei {at} mail (dot) tsinghua (dot) edu (dot) cn", "li.wei {at} mail (dot) tsinghua (dot) edu (dot) cn"),
+    ("reach me: jane at gmail dot com", "jane at gmail dot com"),
+    ("JANE AT GMAIL DOT COM", "JANE AT GMAIL DOT COM"),
+])
+def test_obfuscated_email_addresses_are_caught(scrubber, text, value):
+    assert found(scrubber, text) == [("EMAIL", value)]
+
+
+@pytest.mark.parametrize("text", ["Meet me at noon.com tomorrow", "docs [at] example [dot] org",
+                                  "look at the [dot] pattern", "jane [at] localhost"])
+def test_at_and_dot_words_alone_are_no_address(scrubber, text):
+    assert scrubber.scrub(text) == (text, {})
+
+
 def test_private_key_block_is_replaced_whole(scrubber):
     pem = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
            "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n-----END RSA PRIVATE KEY-----")

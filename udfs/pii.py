@@ -38,7 +38,7 @@ from udfs.config import ConfigError
 from udfs.pii_errors import DocumentTooLong, PiiError
 
 NER_ENTITIES = ("PERSON", "LOCATION", "ORGANIZATION")
-DEFAULT_PHONE_REGIONS = ("US", "GB", "DE", "FR", "IL", "IN", "CA", "BR", "CN")
+DEFAULT_PHONE_REGIONS = ("US", "GB", "DE", "FR", "IT", "ES", "NL", "SE", "CH", "PL", "IL", "IN", "CA", "AU", "BR", "CN", "JP")
 HIGH = ["PRIVATE_KEY", "API_KEY", "CN_ID", "CN_USCC", "CREDIT_CARD", "IBAN", "US_SSN"]
 MEDIUM = ["EMAIL", "PHONE", "IP_ADDRESS"]
 LOW = list(NER_ENTITIES)

@@ -474,8 +474,7 @@ class PhoneNumberRecognizer(LocalRecognizer):
             if self._CN_MOBILE.fullmatch(digits):
                 return self.SCORE_CN_MOBILE, region
             # Written solid with its trunk prefix ("01614960351") and valid where it is dialled.
-            trunk_dialled = (digits[0] == "0" and 10 <= len(digits) <= 11 and not isbn10_valid(digits)
-                             and self.valid_region(digits))
+            trunk_dialled = digits[0] == "0" and 10 <= len(digits) <= 11 and self.valid_region(digits)
             return (self.SCORE_TRUNK_SOLID if trunk_dialled else self.SCORE_WEAK), region
         # An area code with its trunk prefix ("08-41 64 43", "(0161) 496 0066") makes eight digits
         # more than a bare local number.
