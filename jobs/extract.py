@@ -71,6 +71,10 @@ class ExtractStage(Stage):
         self.fused_filter = follower
         return True
 
+    def artifact_fingerprint(self) -> str:
+        """The URL block lists' contents: a changed list re-runs extract."""
+        return self.settings.url_filter.lists_fingerprint()
+
     def load(self, paths: List[str]) -> DataFrame:
         """One partition per input file, so each file is one task."""
         rdd = self.spark.sparkContext.parallelize([(p,) for p in paths], max(len(paths), 1))

@@ -11,7 +11,8 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from jobs import config
+from jobs import config, registry
+from jobs.pipeline import stage_fingerprint
 from udfs.badwords import BadWords
 from udfs.config import ConfigError
 from udfs.filter import DocumentFilter
@@ -72,11 +73,14 @@ def test_url_filter_can_be_switched_off_and_checks_its_settings(tmp_path):
         config.load(overrides={"extract": {"url_filter": {"domain_lists": ["shipped"]}}})
 
 
-def test_a_changed_list_changes_the_lists_fingerprint(tmp_path, domain_list):
-    cfg = UrlFilterConfig(domain_lists=[domain_list])
-    before = cfg.lists_fingerprint()
+def test_a_changed_list_or_setting_changes_the_extract_fingerprint(tmp_path, domain_list):
+    cfg = config.load(overrides={"extract": {"url_filter": {"domain_lists": [domain_list]}}})
+    extract = registry.stage_class("extract")
+    before = stage_fingerprint(extract(None, cfg), "upstream")
     (tmp_path / "domains").write_text("another.example\n")
-    assert cfg.lists_fingerprint() != before
+    changed_list = stage_fingerprint(extract(None, cfg), "upstream")
+    more_soft = config.load(overrides={"extract": {"url_filter": {"domain_lists": [domain_list], "soft_threshold": 3}}})
+    assert len({before, changed_list, stage_fingerprint(extract(None, more_soft), "upstream")}) == 3
 
 
 def test_shipped_url_lists_keep_the_urls_of_real_crawls(shared_urls):

@@ -6,9 +6,10 @@ config class sits beside the logic that reads it. Which module serves which stag
 ==========  ====================================================================  ===============
 stage       per-record logic                                                      config class
 ==========  ====================================================================  ===============
-extract     ``warc`` (records → documents), ``html``, ``boilerplate``, ``text``       ExtractConfig
+extract     ``warc`` (records → documents), ``html``, ``boilerplate``, ``text``,      ExtractConfig
+            ``url_filter`` (block-listed domains, banned URL words)
 filter      ``filter`` (rules), ``langid``, ``quality`` (signals), ``perplexity``,    FilterConfig
-            ``ngram_lm`` (the n-gram LM it scores with)
+            ``ngram_lm`` (the n-gram LM it scores with), ``badwords`` (C4's rule)
 pii         ``pii`` (scrubbing, replacement), ``pii_recognizers`` (Presidio ones),   PiiConfig
             ``pii_errors`` (why a document could not be scrubbed)
 dedup       ``minhash`` (normalisation, shingles, signatures, LSH bands)            DedupConfig
