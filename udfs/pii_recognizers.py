@@ -394,7 +394,7 @@ class PhoneNumberRecognizer(LocalRecognizer):
     _AREA_SLASH = regex.compile(r"(?:\+\d{1,3} ?(?:\(0\))?|\(?0)[\d ]{1,6}\)? ?/")
     _CN_MOBILE = regex.compile(r"(?:(?:\+|00)86)?1[3-9]\d{9}")
     _GLUED_BEFORE = regex.compile(r"[A-Za-z/_@.]$")
-    _GLUED_AFTER = regex.compile(r"[A-Za-z@_]|\.[A-Za-z]|:\d")
+    _GLUED_AFTER = regex.compile(r"[A-Za-z@_]|[.–-][A-Za-z]|:\d")
     _AMOUNT_BEFORE = regex.compile(r"(?:[$€£¥₹]|\b(?:USD|EUR|GBP|CHF|CNY|RMB|SEK|NOK|DKK|Rs\.?))[ \xa0]?$")
     _AMOUNT_AFTER = regex.compile(r"[ \xa0]?(?:[%‰°′€$£¥元円万亿]|m²|(?:kr|km|kg|mm|cm|ft|mi|lbs?|USD|EUR|GBP|SEK|"
                                   r"dollars?|euros?|pounds?|yuan|people|inhabitants|residents|votes|tons?|tonnes?|"
