@@ -399,6 +399,11 @@ class PhoneNumberRecognizer(LocalRecognizer):
     _AMOUNT_AFTER = regex.compile(r"[ \xa0]?(?:[%‰°′€$£¥元円万亿]|m²|(?:kr|km|kg|mm|cm|ft|mi|lbs?|USD|EUR|GBP|SEK|"
                                   r"dollars?|euros?|pounds?|yuan|people|inhabitants|residents|votes|tons?|tonnes?|"
                                   r"bytes|views|copies)\b)")
+    _CHUNK = regex.compile(r"[^ \xa0]+")
+    # Phone-like runs for libphonenumber's own matcher (leniency 2 and 3).
+    _STRICT_RUN = regex.compile(r"(?<![A-Za-z/_@])(?:\+|\b00)?[(（]?\d[\d ().\-–/（）\xa0]{5,24}\d(?![A-Za-z@_/])")
+    # A solid run with a trunk prefix that is valid somewhere (0.45) passes the default threshold
+    # (0.4) on its own, a weak shape (0.3) only with a phone word (+0.35).
     SCORE_INTERNATIONAL, SCORE_FORMATTED, SCORE_CN_MOBILE, SCORE_TRUNK_SOLID, SCORE_WEAK = 0.7, 0.6, 0.5, 0.45, 0.3
     # Local numbers this short are as often counts, codes and amounts: they need a phone word.
     MIN_DIGITS, MIN_DIGITS_ALONE, MAX_DIGITS = 7, 9, 15
@@ -516,8 +521,6 @@ class PhoneNumberRecognizer(LocalRecognizer):
         spans.append((lo, end))
         return [self.trimmed(text, lo, hi) for lo, hi in spans]
 
-    _CHUNK = regex.compile(r"[^ \xa0]+")
-
     def trimmed(self, text: str, start: int, end: int) -> Tuple[int, int]:
         """A national run of more than 12 digits joined by spaces may be a number beside another
         ("SD 20241 440-600-5124", "020 7946 0000 24 hours"): the run without its first or its last
@@ -549,8 +552,6 @@ class PhoneNumberRecognizer(LocalRecognizer):
             return self._strict_matches(text)
         pattern = self._CANDIDATE if self.leniency else self._CANDIDATE_GLUED
         return (m.span() for m in pattern.finditer(text) if sum(c.isdigit() for c in m.group()) >= self.MIN_DIGITS)
-
-    _STRICT_RUN = regex.compile(r"(?<![A-Za-z/_@])(?:\+|\b00)?[(（]?\d[\d ().\-–/（）\xa0]{5,24}\d(?![A-Za-z@_/])")
 
     def _strict_matches(self, text: str) -> List[Tuple[int, int]]:
         """libphonenumber's matcher at this leniency, on short windows around phone-like runs (most
