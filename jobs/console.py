@@ -1,5 +1,48 @@
-"""Console output that stays readable under Spark's progress bar."""
+"""Console output: the one summary line per stage, readable under Spark's progress bar."""
 import sys
+from typing import Tuple
+
+# What a stage's records are, coming in and kept; every other stage reads and keeps documents.
+# mix keeps documents but writes one row per copy (repeats); pack turns copies into sequences.
+STAGE_UNITS = {
+    "extract": ("WARC records", "documents"),
+    "pack": ("document copies", "document copies"),
+    "mindrecord": ("sequences", "sequences"),
+}
+
+
+def stage_units(stage: str) -> Tuple[str, str]:
+    """(unit of records in, unit of records kept) of a stage."""
+    return STAGE_UNITS.get(stage, ("documents", "documents"))
+
+
+def output_note(stats: dict) -> str:
+    """Where a stage writes something other than what it counts as kept: what, and why."""
+    rows, repeats = stats.get("rows_written"), stats.get("repeat_rows")
+    if isinstance(rows, int) and rows != stats.get("kept"):  # mix
+        return f"written as {rows:,} document copies ({repeats or 0:,} repeats)"
+    if isinstance(stats.get("sequences"), int) and stats.get("seq_len"):  # pack
+        full = stats.get("packing_efficiency")
+        return (f"packed into {stats['sequences']:,} sequences of {stats['seq_len']:,} tokens"
+                + (f" ({full:.1%} full)" if isinstance(full, float) else ""))
+    if isinstance(stats.get("shards"), list):  # mindrecord
+        return f"in {len(stats['shards']):,} shard files"
+    return ""
+
+
+def summary_line(stats: dict, stage_dir: str) -> str:
+    """``<stage>: N <unit> in -> K [<unit>] kept [-> what is written]; <drops by reason>  (wall) <dir>``."""
+    unit_in, unit_kept = stage_units(stats["stage"])
+    dropped = []
+    for kind in ("rejected", "errors", "skipped"):
+        if stats.get(kind):
+            reasons = ", ".join(f"{r} {n:,}" for r, n in sorted(stats[kind].items(), key=lambda kv: -kv[1]))
+            dropped.append(f"{kind}: {reasons}")
+    kept = f"{stats['kept']:,} kept" if unit_kept == unit_in else f"{stats['kept']:,} {unit_kept} kept"
+    note = output_note(stats)
+    balance = "" if stats.get("reconciled", True) else "  [COUNTS DO NOT RECONCILE]"
+    return (f"{stats['stage']:>10}: {stats['records_in']:,} {unit_in} in -> {kept}{', ' + note if note else ''}"
+            f"{'; ' + '; '.join(dropped) if dropped else ''}  ({stats['wall_s']:.1f} s) {stage_dir}{balance}")
 
 
 def progress_safe_print(line: str) -> None:

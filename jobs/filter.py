@@ -29,14 +29,14 @@ from typing import Iterator, Optional, Sequence, Union
 
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from jobs.fs import HadoopFS
 from jobs.perplexity import with_ppl_bucket
-from jobs.scrub import scrubbed
+from jobs.scrub import scrubbed, spot_check_picks
 from jobs.stage import Stage, Transformed
 from udfs.filter import FILTER_SIGNALS, DocumentFilter
 
@@ -126,14 +126,12 @@ class FilterStage(Stage):
 
     def write_samples(self, fs: HadoopFS, stage_dir: str) -> dict:
         """Up to ``samples_per_rule`` rejected documents per rule, chosen by a hash of the id (the
-        same documents on every run), as ``samples/<rule>.jsonl`` with text and URL scrubbed (a
-        document the scrubber cannot finish shows no text and the reason in ``error``); returns
-        rule -> file."""
+        same documents on every run, no two with the same text), as ``samples/<rule>.jsonl`` with
+        text and URL scrubbed (a document the scrubber cannot finish shows no text and the reason
+        in ``error``); returns rule -> file."""
         rejected = self.spark.read.parquet(f"{stage_dir}/rejected")
-        order = Window.partitionBy("reject_rule").orderBy("_hash", "id")
-        picked = (rejected.select("id", "reject_rule", F.xxhash64("id").alias("_hash"))
-                  .withColumn("_rank", F.row_number().over(order))
-                  .where(F.col("_rank") <= self.settings.samples_per_rule))
+        picked = spot_check_picks(rejected.select("id", "reject_rule", "text"), "reject_rule",
+                                  self.settings.samples_per_rule).select("id", "reject_rule", "_hash")
         samples = rejected.join(F.broadcast(picked), ["id", "reject_rule"]).select(*SAMPLE_COLUMNS, "_hash")
         rows = scrubbed(samples, self.cfg.pii).orderBy("reject_rule", "_hash", "id").collect()
         by_rule: dict = {}

@@ -136,15 +136,14 @@ class PackStage(Stage):
         """The run layout, then ``kept/`` rewritten without the write's bookkeeping columns (all null
         or, for ``_count``, the documents a sequence ends, which ``segments`` says too): the training
         data holds only what a trainer or a person reads."""
+        fs = HadoopFS(self.spark)
+        # An empty kept/ is one file without partitions (written so by the runner); it stays unpartitioned.
+        partitions = self.partition_columns if fs.exists(f"{tmp_dir}/_outcome=kept") else ()
         super().finalize(tmp_dir, schema)
         kept = self.spark.read.parquet(f"{tmp_dir}/kept")
-        extra = [c for c in BOOKKEEPING_COLUMNS if c in kept.columns]
-        if not extra:
-            return
         clean = f"{tmp_dir}/kept.clean"
-        (kept.drop(*extra).write.partitionBy(*self.partition_columns)
+        (kept.drop(*[c for c in BOOKKEEPING_COLUMNS if c in kept.columns]).write.partitionBy(*partitions)
             .option("compression", self.cfg.io.parquet_compression).parquet(clean))
-        fs = HadoopFS(self.spark)
         fs.delete(f"{tmp_dir}/kept")
         fs.rename(clean, f"{tmp_dir}/kept")
 

@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from jobs import registry
+from jobs.console import summary_line
 from jobs.fs import HadoopFS
 from jobs.stage import (MARKER, STATS, Stage, finished_marker, is_complete, run_chunked_stage, run_stage,
                         run_stage_after_chunks)
@@ -42,17 +43,6 @@ def sample_rows(docs, fraction: Optional[float]):
     if fraction is None:
         return docs
     return docs.where(F.pmod(F.xxhash64("id"), F.lit(1_000_000)) < F.lit(int(fraction * 1_000_000)))
-
-
-def summary_line(stats: dict, stage_dir: str) -> str:
-    dropped = []
-    for kind in ("rejected", "errors", "skipped"):
-        if stats.get(kind):
-            reasons = ", ".join(f"{r} {n}" for r, n in sorted(stats[kind].items(), key=lambda kv: -kv[1]))
-            dropped.append(f"{kind}: {reasons}")
-    balance = "" if stats.get("reconciled", True) else "  [COUNTS DO NOT RECONCILE]"
-    return (f"{stats['stage']:>10}: {stats['records_in']} in -> {stats['kept']} kept"
-            f"{'; ' + '; '.join(dropped) if dropped else ''}  ({stats['wall_s']:.1f} s) {stage_dir}{balance}")
 
 
 def plan_stages(requested: Optional[Sequence[str]]) -> List[str]:

@@ -17,13 +17,14 @@ import time
 from html import escape
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs import registry
+from jobs.console import output_note, stage_units
 from jobs.fs import HadoopFS
-from jobs.scrub import scrubbed
-from jobs.report_svg import bar_chart, funnel_chart, histogram, paired_bar_chart
+from jobs.scrub import scrubbed, spot_check_picks
+from jobs.report_svg import KEPT_COLOUR, REJECTED_COLOUR, bar_chart, funnel_chart, histogram, paired_bar_chart
 from jobs.stage import STATS
 from udfs.pii import PiiConfig
 
@@ -62,7 +63,7 @@ class RunFacts:
         self.length_histogram: List[Tuple[str, int]] = []
         self.length_stage: Optional[str] = None
         self.length_sample = 1.0  # fraction of the documents the length histogram was computed on
-        self.score_histogram: List[Tuple[str, int]] = []
+        self.score_histogram: List[Tuple[str, Tuple[int, int]]] = []  # bin -> (kept, rejected)
         languages = stats.get("filter", {}).get("languages")
         self.languages: Dict[str, int] = (
             {str(k): int(v) for k, v in languages.items()} if isinstance(languages, dict) else {})
@@ -91,9 +92,11 @@ class RunFacts:
                     facts.length_sample = LENGTH_SAMPLE / kept_rows
                     kept = kept.sample(False, facts.length_sample, seed=0)
                 facts.length_histogram = length_histogram(kept)
-        scored = read("score", "kept", "rejected")
-        if scored is not None and "quality_score" in scored.columns:
-            facts.score_histogram = score_histogram(scored)
+        scored = [(outcome, read("score", outcome)) for outcome in ("kept", "rejected")]
+        scored = [docs.select("quality_score", F.lit(outcome).alias("outcome")) for outcome, docs in scored
+                  if docs is not None and "quality_score" in docs.columns]
+        if scored:
+            facts.score_histogram = score_histogram(scored[0] if len(scored) == 1 else scored[0].unionByName(scored[1]))
         if not facts.languages:
             filtered = read("filter", "kept", "rejected")
             if filtered is not None and "lang" in filtered.columns:
@@ -124,15 +127,17 @@ def length_histogram(docs: DataFrame) -> List[Tuple[str, int]]:
     return [(_short(2 ** b), counts.get(b, 0)) for b in range(min(counts), max(counts) + 1)]
 
 
-def score_histogram(docs: DataFrame) -> List[Tuple[str, int]]:
-    """Documents per quality-score bin over [0, 1]; unscored rows (null or negative) are left out."""
+def score_histogram(docs: DataFrame) -> List[Tuple[str, Tuple[int, int]]]:
+    """(kept, rejected) documents per quality-score bin over [0, 1], from ``quality_score`` and
+    ``outcome``; unscored rows (null or negative) are left out."""
     score = F.col("quality_score")
     bins = (docs.where(score.isNotNull() & (score >= 0))
-            .select(F.least(F.floor(score * SCORE_BINS), F.lit(SCORE_BINS - 1)).cast("int").alias("b")))
-    counts = {r["b"]: r["count"] for r in bins.groupBy("b").count().collect()}
+            .select(F.least(F.floor(score * SCORE_BINS), F.lit(SCORE_BINS - 1)).cast("int").alias("b"), "outcome"))
+    counts = {(r["b"], r["outcome"]): r["count"] for r in bins.groupBy("b", "outcome").count().collect()}
     if not counts:
         return []
-    return [(f"{b / SCORE_BINS:.2f}", counts.get(b, 0)) for b in range(SCORE_BINS)]
+    return [(f"{b / SCORE_BINS:.2f}", (counts.get((b, "kept"), 0), counts.get((b, "rejected"), 0)))
+            for b in range(SCORE_BINS)]
 
 
 def top_counts(docs: DataFrame, column: str, limit: int = 20) -> Dict[str, int]:
@@ -148,8 +153,8 @@ def pii_counts(docs: DataFrame) -> Dict[str, int]:
 
 
 def rejected_samples(rejected: DataFrame, pii: PiiConfig, counts: Optional[Dict[str, int]] = None) -> List[dict]:
-    """A few rejected documents per reason, chosen by a hash of the id (the same ones every time),
-    with text and URL scrubbed by ``pii`` before the excerpt is cut (a value cut in half is no longer
+    """A few rejected documents per reason, chosen by a hash of the id (the same ones every time, no
+    two with the same text), with text and URL scrubbed by ``pii`` before the excerpt is cut (a value cut in half is no longer
     recognised); a document the scrubber cannot finish shows no text and the reason (``unshown``).
 
     With the per-reason ``counts`` (from _stats.json), rows are first thinned by the same hash to about
@@ -164,11 +169,9 @@ def rejected_samples(rejected: DataFrame, pii: PiiConfig, counts: Optional[Dict[
         rejected = rejected.where(keep)
     extra = [c for c in ("url", "reject_value", "survivor_id", "quality_score") if c in rejected.columns]
     text = F.col("text") if "text" in rejected.columns else F.lit(None).cast("string")
-    order = Window.partitionBy("reason").orderBy("_hash", "id")
-    picked = (rejected.select(F.col("id"), reason.alias("reason"), *extra, text.alias("text"),
-                              F.coalesce(F.length(text), F.lit(0)).alias("chars"), F.xxhash64("id").alias("_hash"))
-              .withColumn("_rank", F.row_number().over(order))
-              .where(F.col("_rank") <= SAMPLES_PER_REASON))
+    picked = spot_check_picks(rejected.select(F.col("id"), reason.alias("reason"), *extra, text.alias("text"),
+                                              F.coalesce(F.length(text), F.lit(0)).alias("chars")),
+                              "reason", SAMPLES_PER_REASON)
     shown = (scrubbed(picked, pii)
              .select(*[c for c in picked.columns if c != "text"],
                      F.substring("text", 1, EXCERPT_CHARS).alias("text"),
@@ -277,22 +280,28 @@ def _funnel(facts: RunFacts) -> str:
         return "<p>No finished stage in this run yet.</p>"
     bars, rows = [], []
     for name, stats in facts.stats.items():
-        records_in = int(stats.get("records_in") or 0)
+        records_in, kept = int(stats.get("records_in") or 0), int(stats.get("kept") or 0)
+        unit_in, unit_kept = stage_units(name)
         drops = drops_of(stats)
-        bars.append((name, records_in, drops))
-        rows.append((name, "records in", records_in, ""))
+        if unit_in != "sequences":  # sequences are not documents: they stay off the documents' axis
+            bars.append((name, records_in, drops, unit_kept))
+        rows.append((name, "in", records_in, unit_in, ""))
         for reason, n in drops:
-            rows.append(("", reason, -n, f"{100 * n / records_in:.1f} %" if records_in else ""))
-        rows.append(("", "kept", int(stats.get("kept") or 0),
-                     f"{100 * int(stats.get('kept') or 0) / records_in:.1f} %" if records_in else ""))
+            rows.append(("", reason, -n, unit_in, f"{100 * n / records_in:.1f} %" if records_in else ""))
+        rows.append(("", "kept", kept, unit_kept, f"{100 * kept / records_in:.1f} %" if records_in else ""))
+        note = output_note(stats)
+        if note:
+            rows.append(("", note, "", "", ""))
     pack = facts.stats.get("pack", {})
     if isinstance(pack.get("tokens"), int):
-        rows.append(("pack", "tokens in packed sequences", pack["tokens"], ""))
-    return ("<h2>Funnel: from WARC records to kept documents</h2>"
-            "<p>Each bar is a stage's input: the kept part in green, every reason a record was dropped in "
-            "its own colour (hover for counts).</p>"
+        rows.append(("pack", "tokens in packed sequences", pack["tokens"], "tokens", ""))
+    return ("<h2>Funnel: from WARC records to documents to training sequences</h2>"
+            "<p>Each bar is a stage's input, counted in its own unit: WARC records into extract, documents "
+            "from filter to mix, document copies (a repeated document counts once per copy) into pack. The "
+            "kept part is green, every reason a record was dropped has its own colour (hover for counts). "
+            "Packed sequences, pack's output and mindrecord's rows, are in the table, not on this axis.</p>"
             + funnel_chart(bars, "records per stage by outcome")
-            + _table(("stage", "outcome / reason", "records", "share of stage input"), rows, numeric_from=2))
+            + _table(("stage", "outcome / reason", "count", "unit", "share of stage input"), rows, numeric_from=2))
 
 
 def _filter_rules(facts: RunFacts) -> str:
@@ -323,9 +332,12 @@ def _distributions(facts: RunFacts) -> str:
                      + histogram(facts.length_histogram, "document length histogram", "characters (bin start)"))
     if facts.score_histogram:
         threshold = facts.stats.get("score", {}).get("threshold")
-        cut = f", threshold {_num(threshold)}" if isinstance(threshold, (int, float)) else ""
-        parts.append(f"<h3>Quality score (kept and rejected by the threshold{cut})</h3>"
-                     + histogram(facts.score_histogram, "quality score histogram", "quality score", colour="#7d5ba6"))
+        known = isinstance(threshold, (int, float))
+        parts.append(f"<h3>Quality score: kept and rejected{f' by the threshold {_num(threshold)}' if known else ''}"
+                     f"</h3>"
+                     + histogram(facts.score_histogram, "quality score histogram", "quality score (bin start)",
+                                 parts=(("kept", KEPT_COLOUR), ("rejected", REJECTED_COLOUR)),
+                                 marker=(threshold * SCORE_BINS, f"threshold {_num(threshold)}") if known else None))
     if facts.languages:
         items = sorted(facts.languages.items(), key=lambda kv: -kv[1])[:20]
         parts.append("<h3>Languages (top 20, filter input)</h3>"

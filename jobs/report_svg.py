@@ -1,13 +1,15 @@
 """Inline SVG charts for the run report: plain strings, no plotting library, no scripts, no network."""
 from __future__ import annotations
 
+import math
 from html import escape
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 PALETTE = ["#2f6db5", "#d9822b", "#3f9b5a", "#b8423a", "#7d5ba6", "#8c6d46", "#c75c9c", "#6f7a82",
            "#a8a53a", "#2aa3b5", "#1b3f73", "#f2b66d", "#e38b84", "#b9a3d6", "#5b3a1e", "#80cdd8",
            "#d4d27a", "#444444"]
 KEPT_COLOUR = "#3f9b5a"
+REJECTED_COLOUR = "#b8423a"
 FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 
 
@@ -68,42 +70,81 @@ def paired_bar_chart(labels: Sequence[str], series: Sequence[Tuple[str, Sequence
     return _svg(width, height, body, title)
 
 
-def histogram(bins: Sequence[Tuple[str, float]], title: str, x_label: str,
-              colour: str = PALETTE[0], width: int = 760, height: int = 220) -> str:
-    """Vertical bars over ordered bins (label, count); labels thinned to stay readable."""
-    left, bottom, top_pad = 50, 40, 10
+def nice_ticks(top: float, count: int = 5) -> List[float]:
+    """Round y-axis ticks from 0 to at least ``top``: steps of 1, 2 or 5 times a power of ten."""
+    if top <= 0:
+        return [0]
+    raw = top / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    if top >= 1:
+        step = max(step, 1)  # counts: no fractional ticks
+    return [i * step for i in range(int(math.ceil(top / step - 1e-9)) + 1)]
+
+
+def histogram(bins: Sequence[Tuple[str, Union[float, Sequence[float]]]], title: str, x_label: str,
+              colour: str = PALETTE[0], width: int = 760, height: int = 220,
+              parts: Sequence[Tuple[str, str]] = (), marker: Optional[Tuple[float, str]] = None) -> str:
+    """Vertical bars over ordered bins (label, count), labels thinned to stay readable, y-axis ticks.
+
+    With ``parts`` (name, colour), each bin's value is a sequence of counts stacked bottom-up in
+    those colours, with a legend. ``marker`` (position in bins, label) draws a dashed vertical line,
+    e.g. a threshold: 2.5 is halfway through the third bin."""
+    left, bottom, top_pad = 50, 40, 34 if parts or marker else 10
     plot_w, plot_h = width - left - 10, height - bottom - top_pad
-    top = max((v for _, v in bins), default=0) or 1
-    step = plot_w / max(len(bins), 1)
-    every = max(1, round(len(bins) / 12))
-    body = [f'<line x1="{left}" y1="{top_pad + plot_h}" x2="{left + plot_w}" y2="{top_pad + plot_h}" stroke="#555"/>',
-            f'<text x="{left - 6}" y="{top_pad + 10}" text-anchor="end">{_number(top)}</text>',
-            f'<text x="{left - 6}" y="{top_pad + plot_h}" text-anchor="end">0</text>',
-            f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" text-anchor="middle">{escape(x_label)}</text>']
-    for i, (label, value) in enumerate(bins):
-        h = plot_h * value / top
-        x = left + i * step
-        body.append(f'<rect x="{x + 1:.1f}" y="{top_pad + plot_h - h:.1f}" width="{max(step - 2, 1):.1f}" '
-                    f'height="{h:.1f}" fill="{colour}"><title>{escape(str(label))}: {_number(value)}</title></rect>')
+    stacks = [(label, list(value) if parts else [value]) for label, value in bins]
+    colours = [c for _, c in parts] or [colour]
+    ticks = nice_ticks(max((sum(v) for _, v in stacks), default=0))
+    top = ticks[-1] or 1
+    step = plot_w / max(len(stacks), 1)
+    every = max(1, round(len(stacks) / 12))
+    body = []
+    for tick in ticks:
+        y = top_pad + plot_h - plot_h * tick / top
+        body.append(f'<line x1="{left - 4}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" '
+                    f'stroke="{"#555" if tick == 0 else "#e4e4e4"}"/>'
+                    f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_number(tick)}</text>')
+    body.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" text-anchor="middle">{escape(x_label)}</text>')
+    for i, (label, values) in enumerate(stacks):
+        x, base = left + i * step, top_pad + plot_h
+        tip = " / ".join(f"{name} {_number(v)}" for (name, _), v in zip(parts, values)) if parts else _number(values[0])
+        for value, fill in zip(values, colours):
+            h = plot_h * value / top
+            if h > 0:
+                body.append(f'<rect x="{x + 1:.1f}" y="{base - h:.1f}" width="{max(step - 2, 1):.1f}" '
+                            f'height="{h:.1f}" fill="{fill}"><title>{escape(str(label))}: {escape(tip)}</title></rect>')
+            base -= h
         if i % every == 0:
             body.append(f'<text x="{x + step / 2:.1f}" y="{top_pad + plot_h + 14}" text-anchor="middle" '
                         f'font-size="10">{escape(str(label))}</text>')
+    if marker is not None:
+        position, text = marker
+        x = left + step * position
+        body.append(f'<line x1="{x:.1f}" y1="{top_pad - 4}" x2="{x:.1f}" y2="{top_pad + plot_h}" stroke="#222" '
+                    f'stroke-width="2" stroke-dasharray="5,3"/>'
+                    f'<text x="{x + 4:.1f}" y="{top_pad - 8}" font-size="11">{escape(text)}</text>')
+    x = left + plot_w
+    for name, fill in reversed(parts):  # legend, right-aligned above the plot
+        x -= 22 + 7 * len(name)
+        body.append(f'<rect x="{x}" y="2" width="12" height="12" fill="{fill}"/>'
+                    f'<text x="{x + 16}" y="13">{escape(name)}</text>')
     return _svg(width, height, body, title)
 
 
-def funnel_chart(stages: Sequence[Tuple[str, int, Sequence[Tuple[str, int]]]], title: str,
+def funnel_chart(stages: Sequence[Tuple[str, int, Sequence[Tuple[str, int]], str]], title: str,
                  label_width: int = 110, width: int = 760) -> str:
-    """One bar per stage: records in, split into kept (green) and each drop reason (coloured)."""
+    """One bar per stage (name, records in, drops, unit of the kept records): records in, split into
+    kept (green) and each drop reason (coloured)."""
     row = 30
-    top = max((records_in for _, records_in, _ in stages), default=0) or 1
+    top = max((records_in for _, records_in, _, _ in stages), default=0) or 1
     plot = width - label_width - 20
     reasons: List[str] = []
-    for _, _, drops in stages:
+    for _, _, drops, _ in stages:
         reasons += [r for r, _ in drops if r not in reasons]
     others = [c for c in PALETTE if c != KEPT_COLOUR]
     colour = {r: others[i % len(others)] for i, r in enumerate(reasons)}
     body = []
-    for i, (name, records_in, drops) in enumerate(stages):
+    for i, (name, records_in, drops, unit) in enumerate(stages):
         y = 5 + i * row
         kept = records_in - sum(n for _, n in drops)
         body.append(f'<text x="{label_width - 6}" y="{y + 18}" text-anchor="end">{escape(name)}</text>')
@@ -115,7 +156,7 @@ def funnel_chart(stages: Sequence[Tuple[str, int, Sequence[Tuple[str, int]]]], t
             body.append(f'<rect x="{x:.1f}" y="{y + 4}" width="{w:.1f}" height="{row - 8}" fill="{fill}">'
                         f'<title>{escape(name)} {escape(reason)}: {_number(n)}</title></rect>')
             x += w
-        body.append(f'<text x="{label_width + 4}" y="{y + 18}" fill="#fff">{_number(kept)} kept</text>')
+        body.append(f'<text x="{label_width + 4}" y="{y + 18}" fill="#fff">{_number(kept)} {escape(unit)} kept</text>')
     legend_y = 10 + len(stages) * row
     legend = [("kept", KEPT_COLOUR)] + [(r, colour[r]) for r in reasons]
     per_row = 3

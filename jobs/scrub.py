@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Iterator
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -51,3 +52,16 @@ def scrubbed(docs: DataFrame, settings) -> DataFrame:
             yield pa.RecordBatch.from_arrays(columns + added, names=batch.schema.names + PII_FIELDS.names)
 
     return docs.mapInArrow(scrub_batches, StructType(docs.schema.fields + from_arrow_schema(PII_FIELDS).fields))
+
+
+def spot_check_picks(rows: DataFrame, reason: str, per_reason: int) -> DataFrame:
+    """Up to ``per_reason`` of ``rows`` (with ``id`` and ``text``) per value of the ``reason`` column,
+    for a person to spot-check: chosen by a hash of the id (the same rows on every run), and no two
+    with the same text (a page crawled twice under two ids is shown once). Adds ``_hash`` and
+    ``_rank`` (1, 2, …)."""
+    hashed = rows.withColumn("_hash", F.xxhash64("id")).withColumn("_text", F.xxhash64(F.coalesce("text", F.lit(""))))
+    first_of_text = Window.partitionBy(reason, "_text").orderBy("_hash", "id")
+    order = Window.partitionBy(reason).orderBy("_hash", "id")
+    return (hashed.withColumn("_copy", F.row_number().over(first_of_text)).where(F.col("_copy") == 1)
+            .withColumn("_rank", F.row_number().over(order)).where(F.col("_rank") <= per_reason)
+            .drop("_text", "_copy"))

@@ -269,8 +269,11 @@ def test_repeats_land_in_different_sequences_and_shards(spark, packed):
     """mix repeats documents (epoch >= 1); pack puts no two pieces of a document in one sequence, and
     the copies of a document that has no more copies than there are shards in different shards."""
     run_dir, stats = packed
+    kept = spark.read.parquet(str(run_dir / "pack" / "kept"))
+    # Only what a trainer or a person reads: no bookkeeping columns of the write (_count, reject_rule…).
+    assert set(kept.columns) == {"id", "bucket", "input_ids", "segment_ids", "loss_mask", "n_tokens", "segments"}
     copies = {}  # document id -> epoch -> [(sequence id, bucket)] of its pieces
-    for row in spark.read.parquet(str(run_dir / "pack" / "kept")).select("id", "bucket", "segments").collect():
+    for row in kept.select("id", "bucket", "segments").collect():
         for segment in row["segments"]:
             doc, epoch = segment["sample_id"].rsplit("#", 1)
             copies.setdefault(doc, {}).setdefault(epoch, []).append((row["id"], row["bucket"]))

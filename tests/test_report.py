@@ -11,7 +11,9 @@ from conftest import ROOT
 from jobs import config
 from jobs.cli import main
 from jobs.pipeline import run_pipeline
+from jobs.console import summary_line
 from jobs.report import EXCERPT_CHARS, RunFacts, render, rejected_samples, write_report
+from jobs.report_svg import KEPT_COLOUR, REJECTED_COLOUR, histogram, nice_ticks
 from udfs.pii import PiiConfig
 
 SAMPLE = str(ROOT / "data" / "sample")
@@ -69,6 +71,59 @@ def test_report_degrades_to_the_sections_the_stats_support(tmp_path):
 
     bare = render(RunFacts("file:/runs/empty", {}))
     assert "No finished stage" in bare and "<svg" not in bare
+
+
+# The stats of the last three stages as a run writes them: 18 documents, 2 of them repeated once.
+LATE_STAGES = {
+    "score": {"stage": "score", "records_in": 24, "kept": 18, "rejected": {"quality_score": 6}, "wall_s": 5.0,
+              "threshold": 0.5223},
+    "mix": {"stage": "mix", "records_in": 18, "kept": 18, "rows_written": 20, "repeat_rows": 2, "wall_s": 4.0},
+    "pack": {"stage": "pack", "records_in": 20, "kept": 20, "wall_s": 2.4, "sequences": 15, "seq_len": 2048,
+             "tokens": 28641, "packing_efficiency": 0.932324},
+    "mindrecord": {"stage": "mindrecord", "records_in": 15, "kept": 15, "wall_s": 8.9,
+                   "shards": [{"file": f"shard-{i:05d}.mindrecord", "rows": 2} for i in range(8)]},
+}
+
+
+def test_summary_lines_say_what_they_count_and_why_it_changes():
+    lines = {name: summary_line(stats, f"out/demo/{name}") for name, stats in LATE_STAGES.items()}
+    assert "score: 24 documents in -> 18 kept; rejected: quality_score 6" in lines["score"]
+    assert "mix: 18 documents in -> 18 kept, written as 20 document copies (2 repeats)" in lines["mix"]
+    assert ("pack: 20 document copies in -> 20 kept, packed into 15 sequences of 2,048 tokens (93.2% full)"
+            in lines["pack"])
+    assert "mindrecord: 15 sequences in -> 15 kept, in 8 shard files" in lines["mindrecord"]
+    extract = {"stage": "extract", "records_in": 87, "kept": 39, "skipped": {"record_type:request": 38}, "wall_s": 7.9}
+    assert "extract: 87 WARC records in -> 39 documents kept; skipped: record_type:request 38" in summary_line(extract, "x")
+
+
+def test_funnel_keeps_sequences_off_the_documents_axis():
+    html = render(RunFacts("file:/runs/r", LATE_STAGES))
+    funnel = html[html.index("<h2>Funnel"):html.index("</table>")]
+    assert "<title>pack kept: 20</title>" in funnel and "mindrecord kept" not in funnel.split("<table>")[0]
+    for row in ("document copies", "packed into 15 sequences of 2,048 tokens", "sequences", "in 8 shard files"):
+        assert row in funnel, row
+
+
+def test_score_histogram_shows_kept_and_rejected_the_threshold_and_y_ticks():
+    assert nice_ticks(13) == [0, 5, 10, 15] and nice_ticks(3) == [0, 1, 2, 3] and nice_ticks(240) == [0, 50, 100, 150, 200, 250]
+    bins = [(f"{b / 20:.2f}", (0, 3) if b < 10 else (5, 0)) for b in range(20)]
+    svg = histogram(bins, "quality score histogram", "quality score", parts=(("kept", KEPT_COLOUR), ("rejected", REJECTED_COLOUR)),
+                    marker=(0.5223 * 20, "threshold 0.5223"))
+    assert svg.count(f'fill="{KEPT_COLOUR}"') == 10 + 1 and svg.count(f'fill="{REJECTED_COLOUR}"') == 10 + 1  # + legend
+    assert 'stroke-dasharray="5,3"' in svg and "threshold 0.5223" in svg
+    assert all(f">{tick}</text>" in svg for tick in (0, 1, 2, 3, 4, 5))  # every y tick labelled
+    facts = RunFacts("file:/runs/r", LATE_STAGES)
+    facts.score_histogram = bins
+    html = render(facts)
+    assert "Quality score: kept and rejected by the threshold 0.5223" in html and "threshold 0.5223</text>" in html
+
+
+def test_spot_check_shows_distinct_texts(spark):
+    """One page crawled under several ids is one sample, not several."""
+    rows = [(f"same-{i}", "too_short", "https://allenai.org/", "the same page") for i in range(6)]
+    rows += [("other", "too_short", "https://example.org/", "another page")]
+    rejected = spark.createDataFrame(rows, "id string, reject_rule string, url string, text string")
+    assert sorted(s["text"] for s in rejected_samples(rejected, PiiConfig())) == ["another page", "the same page"]
 
 
 @pytest.mark.service  # Chromium
