@@ -23,6 +23,8 @@ QUESTION = "Which element has the highest melting point of all metals found in t
 ANSWER = "Tungsten"
 SHORT_QUESTION = "Who painted the ceiling of the Sistine Chapel?"  # 8 tokens: matched whole
 CHINESE_QUESTION = "下列关于光合作用的叙述中，正确的是植物在光照条件下把二氧化碳和水合成有机物"
+# Holds a 13-character set phrase of Chinese news (以江泽民同志为核心的党中央), which alone is no overlap.
+CHINESE_POLITICS = "材料表明，以江泽民同志为核心的党中央高度重视农业和农村工作，这体现了什么道理？"
 
 DOCUMENTS = {
     "passage": "Reading practice. " + PASSAGE.upper().replace(".", "!") + " Discuss with a partner.",
@@ -35,6 +37,7 @@ DOCUMENTS = {
     "common_phrases": ("South America is a continent. The Amazon basin of South America is large, and the "
                        "periodic table lists every element. Which element has the highest price? Gold, perhaps."),
     "chinese_common": "光合作用是植物在光照条件下进行的。二氧化碳和水是原料，有机物是产物。",
+    "chinese_set_phrase": "新华社消息：以江泽民同志为核心的党中央作出部署，各地认真落实。",
     "unrelated": "The bakery on Main Street opens at seven and sells bread, cakes and coffee every day.",
 }
 
@@ -49,7 +52,7 @@ def benchmarks(tmp_path_factory):
         f.write(json.dumps({"question": QUESTION, "choices": ["Iron", "Tungsten", "Gold"], "answer": ANSWER}) + "\n")
         f.write(json.dumps({"question": SHORT_QUESTION, "answer": ""}) + "\n")
         f.write(json.dumps({"question": "Is water wet?", "answer": "Yes"}) + "\n")  # too short to look for
-    (folder / "gaokao.txt").write_text(CHINESE_QUESTION + "\n", encoding="utf-8")
+    (folder / "gaokao.txt").write_text(CHINESE_QUESTION + "\n" + CHINESE_POLITICS + "\n", encoding="utf-8")
     (folder / "notes.md").write_text("not an evaluation file")
     return folder
 
@@ -62,9 +65,9 @@ def test_normalisation_lowercases_strips_punctuation_and_splits_chinese_into_cha
 def test_the_index_holds_each_benchmark_with_its_items(benchmarks):
     index = NgramIndex.build(DecontamConfig(benchmarks=str(benchmarks)))
     assert index.names == ["gaokao", "reading", "science"]
-    assert index.items == {"gaokao": {"items": 1, "too_short": 0}, "reading": {"items": 1, "too_short": 0},
+    assert index.items == {"gaokao": {"items": 2, "too_short": 0}, "reading": {"items": 1, "too_short": 0},
                            "science": {"items": 3, "too_short": 1}}
-    assert index.lengths == [8, 13]  # 13-grams and the one short item, whole
+    assert index.lengths == [8, 13, 25]  # the short item whole, 13 words, 25 Chinese characters
     assert list(index.hashes) == sorted(index.hashes)
 
 
@@ -74,8 +77,13 @@ def test_passages_questions_and_answers_are_found_and_common_phrases_are_not(ben
     verdict = {name: (index.names[b] if b >= 0 else None) for name, b in zip(DOCUMENTS, best)}
     assert verdict == {"passage": "reading", "question": "science", "question_answer": "science",
                        "short_question": "science", "chinese": "gaokao", "common_phrases": None,
-                       "chinese_common": None, "unrelated": None}
+                       "chinese_common": None, "chinese_set_phrase": None, "unrelated": None}
     assert dict(zip(DOCUMENTS, found))["passage"] == len(Tokens.of([PASSAGE]).hashes) - 13 + 1
+
+
+def test_chinese_set_phrases_of_13_characters_would_match_with_english_sized_ngrams(benchmarks):
+    words_sized = NgramIndex.build(DecontamConfig(benchmarks=str(benchmarks), cjk_ngram=13, cjk_min_item_chars=8))
+    assert match([DOCUMENTS["chinese_set_phrase"]], words_sized)[0][0] == 1
 
 
 def test_an_empty_index_and_null_texts_match_nothing(tmp_path):
@@ -89,6 +97,7 @@ def test_an_empty_index_and_null_texts_match_nothing(tmp_path):
     ({"benchmarks": "/no/such/folder"}, "decontam.benchmarks: folder not found"),
     ({"ngram": 0}, "decontam.ngram: must be at least 1"),
     ({"min_item_tokens": 14}, r"decontam.min_item_tokens: must be within \[1, ngram=13\]"),
+    ({"cjk_min_item_chars": 0}, r"decontam.cjk_min_item_chars: must be within \[1, cjk_ngram=25\]"),
     ({"action": "delete"}, "decontam.action: must be one of reject, flag"),
 ])
 def test_invalid_settings_are_one_line_naming_the_key(settings, message):
@@ -131,18 +140,18 @@ def docs_parquet(tmp_path_factory):
 def test_the_stage_rejects_contaminated_documents_by_benchmark_and_counts_them(spark, benchmarks, docs_parquet, tmp_path):
     cfg = config.load(overrides={"decontam": {"benchmarks": str(benchmarks)}})
     stats = run_pipeline(spark, cfg, [docs_parquet], ["decontam"], str(tmp_path), "r", echo=lambda line: None)[0]
-    assert stats["reconciled"] and stats["kept"] == 3 and stats["rejected"] == {"decontamination": 5}
-    assert stats["benchmarks"] == {"gaokao": {"items": 1, "too_short": 0, "documents": 1},
+    assert stats["reconciled"] and stats["kept"] == 4 and stats["rejected"] == {"decontamination": 5}
+    assert stats["benchmarks"] == {"gaokao": {"items": 2, "too_short": 0, "documents": 1},
                                    "reading": {"items": 1, "too_short": 0, "documents": 1},
                                    "science": {"items": 3, "too_short": 1, "documents": 3}}
-    assert stats["ngram_lengths"] == [8, 13] and stats["index_bytes"] > 0
+    assert stats["ngram_lengths"] == [8, 13, 25] and stats["index_bytes"] > 0
     rejected = {r["id"]: (r["reject_rule"], r["reject_value"], r["decontam_benchmark"]) for r in
                 spark.read.parquet(str(tmp_path / "r" / "decontam" / "rejected")).collect()}
     assert rejected["chinese"] == ("decontamination", "gaokao", "gaokao")
     assert set(rejected) == {"passage", "question", "question_answer", "short_question", "chinese"}
     kept = spark.read.parquet(str(tmp_path / "r" / "decontam" / "kept"))
     assert {r["id"]: r["decontam_ngrams"] for r in kept.collect()} == {
-        "common_phrases": 0, "chinese_common": 0, "unrelated": 0}
+        "common_phrases": 0, "chinese_common": 0, "chinese_set_phrase": 0, "unrelated": 0}
 
 
 def test_flag_mode_keeps_every_document_and_names_the_benchmark(spark, benchmarks, docs_parquet, tmp_path):

@@ -5,7 +5,11 @@ contaminated by a benchmark when it contains any of the benchmark items' 13-gram
 than that counts whole, if it has at least ``min_item_tokens`` tokens (shorter ones, "Paris", "True",
 would match everywhere). Text is normalised as the references do: NFKC, lower case, punctuation
 stripped, whitespace collapsed; a token is a word, or one character of a script written without
-spaces (Chinese, Japanese, Thai), so Chinese is compared character by character.
+spaces (Chinese, Japanese, Thai), so Chinese is compared character by character. An item written
+mostly in such a script is cut into ``cjk_ngram``-grams (25 characters: 13 characters are set
+phrases of news and exam text, "以江泽民同志为核心的党中央"; 25 carry about what 13 English words
+do) and counts whole from ``cjk_min_item_chars``. A document's n-grams of every length the index
+holds are looked up wherever they start, so a Chinese question quoted in an English page is found.
 
 The benchmarks are a folder: each file in it (``.jsonl``, ``.json`` lines, ``.txt``, optionally
 ``.gz``) is one benchmark named after the file, each sub-folder one benchmark named after the folder
@@ -42,6 +46,7 @@ _PUNCT = re.compile(r"[^\w\s]+")
 _UNSEGMENTED_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in UNSEGMENTED_RANGES)
 # A character of a script without spaces is a token of its own; any other run of non-spaces is one.
 _TOKEN = re.compile(f"[{_UNSEGMENTED_CLASS}]|[^\\s{_UNSEGMENTED_CLASS}]+")
+_UNSEGMENTED_CHAR = re.compile(f"[{_UNSEGMENTED_CLASS}]")
 # Odd multiplier of the polynomial n-gram hash over token hashes (wrapping uint64 arithmetic).
 _BASE = np.uint64(0x9E3779B97F4A7C15)
 
@@ -54,6 +59,9 @@ class DecontamConfig:
     ngram: int = 13
     # Items shorter than ``ngram`` count whole from this many tokens; shorter ones are not looked for.
     min_item_tokens: int = 8
+    # The same for items written mostly in scripts without spaces, whose tokens are characters.
+    cjk_ngram: int = 25
+    cjk_min_item_chars: int = 15
     # JSONL keys that make an item, in this order; empty: every string value of the line.
     fields: List[str] = field(default_factory=list)
     # reject: contaminated documents go to rejected/ (reject_rule decontamination, reject_value the
@@ -63,11 +71,12 @@ class DecontamConfig:
     def validate(self, prefix: str) -> None:
         if self.benchmarks is not None and not Path(self.benchmarks).is_dir():
             raise ConfigError(f"{prefix}.benchmarks: folder not found: {self.benchmarks}")
-        if self.ngram < 1:
-            raise ConfigError(f"{prefix}.ngram: must be at least 1, got {self.ngram}")
-        if not 1 <= self.min_item_tokens <= self.ngram:
-            raise ConfigError(f"{prefix}.min_item_tokens: must be within [1, ngram={self.ngram}], "
-                              f"got {self.min_item_tokens}")
+        for n, minimum in (("ngram", "min_item_tokens"), ("cjk_ngram", "cjk_min_item_chars")):
+            if getattr(self, n) < 1:
+                raise ConfigError(f"{prefix}.{n}: must be at least 1, got {getattr(self, n)}")
+            if not 1 <= getattr(self, minimum) <= getattr(self, n):
+                raise ConfigError(f"{prefix}.{minimum}: must be within [1, {n}={getattr(self, n)}], "
+                                  f"got {getattr(self, minimum)}")
         if self.action not in ACTIONS:
             raise ConfigError(f"{prefix}.action: must be one of {', '.join(ACTIONS)}, got {self.action!r}")
 
@@ -76,7 +85,9 @@ class DecontamConfig:
 
 def normalize(text: str) -> str:
     """NFKC, lower case, punctuation to spaces, single spaces."""
-    return " ".join(_PUNCT.sub(" ", unicodedata.normalize("NFKC", text).lower()).split())
+    if not text.isascii():  # ASCII is its own NFKC form
+        text = unicodedata.normalize("NFKC", text)
+    return " ".join(_PUNCT.sub(" ", text.lower()).split())
 
 
 @dataclass
@@ -125,7 +136,7 @@ def benchmark_files(folder: str) -> Dict[str, List[Path]]:
             files = sorted(p for p in path.rglob("*") if p.is_file() and _is_eval_file(p))
             if files:
                 found[path.name] = files
-        elif _is_eval_file(path):
+        elif _is_eval_file(path) and not path.name.startswith(("_", ".")):  # _SUCCESS, .crc, notes
             found[_stem(path)] = [path]
     if not found:
         raise ConfigError(f"decontam.benchmarks: no {', '.join(SUFFIXES)} files (or .gz of them) in {folder}")
@@ -193,7 +204,7 @@ class NgramIndex:
             raise ConfigError(f"decontam.benchmarks: at most {np.iinfo(np.uint16).max} benchmarks")
         parts: List[Tuple[np.ndarray, int]] = []
         items: Dict[str, Dict[str, int]] = {}
-        lengths = {cfg.ngram}
+        lengths: set = set()
         for number, (name, paths) in enumerate(files.items()):
             counts = items[name] = {"items": 0, "too_short": 0}
             batch: List[str] = []
@@ -252,17 +263,21 @@ def may_contain(bitmap: np.ndarray, hashes: np.ndarray) -> np.ndarray:
 
 
 def _item_ngrams(texts: List[str], cfg: DecontamConfig, counts: Dict[str, int], lengths: set) -> np.ndarray:
-    """Hashes of the items' n-grams: every ``ngram``-gram of a long item, a short one whole (its
-    length joins ``lengths``, the n-gram lengths documents are looked up by)."""
+    """Hashes of the items' n-grams: every n-gram of a long item, a short one whole (the lengths
+    used join ``lengths``, those documents are looked up by)."""
     tokens = Tokens.of(texts)
     n_tokens = tokens.counts()
+    cjk = np.array([2 * len(_UNSEGMENTED_CHAR.findall(t)) >= n > 0 for t, n in zip(texts, n_tokens)], dtype=bool)
+    n_item = np.where(cjk, cfg.cjk_ngram, cfg.ngram)
+    minimum = np.where(cjk, cfg.cjk_min_item_chars, cfg.min_item_tokens)
+    # An item's one length: its n, or its own token count when it is shorter; 0 when too short.
+    length = np.where(n_tokens >= n_item, n_item, np.where(n_tokens >= minimum, n_tokens, 0))
     counts["items"] += len(texts)
-    counts["too_short"] += int(np.sum(n_tokens < cfg.min_item_tokens))
-    lengths.update(int(n) for n in np.unique(n_tokens) if cfg.min_item_tokens <= n < cfg.ngram)
+    counts["too_short"] += int(np.sum(length == 0))
+    lengths.update(int(n) for n in np.unique(length[length > 0]))
     found = []
-    for n, hashes, item in tokens.ngrams(range(cfg.min_item_tokens, cfg.ngram + 1)):
-        # A short item contributes its one n-gram of its own length; a long one its ngram-grams.
-        found.append(hashes[(n_tokens[item] == n) | (n == cfg.ngram)])
+    for n, hashes, item in tokens.ngrams(np.unique(length[length > 0])):
+        found.append(hashes[length[item] == n])
     return np.concatenate(found) if found else np.zeros(0, np.uint64)
 
 
