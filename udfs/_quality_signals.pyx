@@ -11,6 +11,7 @@ Equal lines, paragraphs and n-grams are found through 64-bit hashes: lines and p
 compared character by character; n-grams, like the reference's, are taken equal when their hashes
 are (a false match has a chance of about 2**-64 per pair).
 """
+cimport cython
 from cpython.mem cimport PyMem_Free
 from libc.stdint cimport uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
@@ -54,7 +55,7 @@ cdef struct Slot:
     Py_ssize_t count  # 0: an empty slot
 
 
-cdef inline uint64_t mix64(uint64_t x) nogil:
+cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
     """splitmix64's finaliser: spreads every input bit over the whole word."""
     x ^= x >> 30
     x *= MIX_1
@@ -64,7 +65,7 @@ cdef inline uint64_t mix64(uint64_t x) nogil:
     return x
 
 
-cdef inline uint64_t hash_span(const Py_UCS4* buf, Py_ssize_t start, Py_ssize_t end) nogil:
+cdef inline uint64_t hash_span(const Py_UCS4* buf, Py_ssize_t start, Py_ssize_t end) noexcept nogil:
     cdef uint64_t h = FNV_OFFSET  # FNV-1a over code points, then mixed
     cdef Py_ssize_t i
     for i in range(start, end):
@@ -72,6 +73,7 @@ cdef inline uint64_t hash_span(const Py_UCS4* buf, Py_ssize_t start, Py_ssize_t 
     return mix64(h ^ <uint64_t>(end - start))
 
 
+@cython.final  # direct calls, which the C compiler can inline
 cdef class _Table:
     """An open-addressing hash table of 64-bit keys: occurrences and first position of each."""
     cdef Slot* slots
@@ -89,14 +91,15 @@ cdef class _Table:
     def __dealloc__(self):
         free(self.slots)
 
-    cdef inline Slot* find(self, uint64_t key) nogil:
+    cdef inline Slot* find(self, uint64_t key) noexcept nogil:
         """The slot holding ``key``, or the empty slot where it would go."""
         cdef uint64_t i = mix64(key) & self.mask
         while self.slots[i].count and self.slots[i].key != key:
             i = (i + 1) & self.mask
         return &self.slots[i]
 
-    cdef inline bint duplicate_span(self, const Py_UCS4* buf, Span span, Span* spans, Py_ssize_t index) nogil:
+    cdef inline bint duplicate_span(self, const Py_UCS4* buf, Span span, Span* spans,
+                                    Py_ssize_t index) noexcept nogil:
         """Whether ``span`` (number ``index``) equals an earlier one; remembers it if not."""
         cdef uint64_t key = hash_span(buf, span.start, span.start + span.length)
         cdef uint64_t i = mix64(key) & self.mask
@@ -124,6 +127,7 @@ cdef inline bint contains_ascii(const unsigned char* haystack, Py_ssize_t length
     return False
 
 
+@cython.final
 cdef class SignalComputer:
     """``compute(text, stop_words)`` -> the signal values in ``udfs.quality.SIGNALS`` order.
 
@@ -135,6 +139,15 @@ cdef class SignalComputer:
     cdef bytes javascript_bytes, lorem_ipsum_bytes
     cdef Py_ssize_t c4_min_words, c4_max_word_length, short_line_chars
     cdef tuple top_ngrams, dup_ngrams
+    # The last stop-word list seen, its longest word, and its short ASCII words packed (see _pack).
+    cdef object stop_words_seen
+    cdef Py_ssize_t longest_stop_word
+    cdef list packed_words
+    cdef uint64_t* packed
+    cdef Py_ssize_t n_packed
+
+    def __dealloc__(self):
+        free(self.packed)
 
     def __init__(self, const uint16_t[::1] flags, tuple policy_words, str javascript, str lorem_ipsum,
                  Py_ssize_t c4_min_words, Py_ssize_t c4_max_word_length, Py_ssize_t short_line_chars,
@@ -162,10 +175,10 @@ cdef class SignalComputer:
             PyMem_Free(buf)
             free(lowered)
 
-    cdef inline uint16_t f(self, Py_UCS4 c):
+    cdef inline uint16_t f(self, Py_UCS4 c) noexcept:
         return self.flags[c]
 
-    cdef Py_ssize_t _sentences(self, const Py_UCS4* buf, Py_ssize_t start, Py_ssize_t end):
+    cdef Py_ssize_t _sentences(self, const Py_UCS4* buf, Py_ssize_t start, Py_ssize_t end) noexcept:
         """Sentences of one line, as ``udfs.quality.count_sentences``: sentence ends, plus an
         unterminated last sentence."""
         cdef Py_ssize_t last = end - 1, p = start, q, ends = 0, last_end = -1
@@ -201,7 +214,7 @@ cdef class SignalComputer:
         return ends + (ends == 0 or last >= last_end)
 
     cdef Py_ssize_t _unsegmented_chars(self, const Py_UCS4* buf, Py_ssize_t start, Py_ssize_t end,
-                                       Py_ssize_t* chars):
+                                       Py_ssize_t* chars) noexcept:
         """Matches of ``[unsegmented]\\p{M}*`` in buf[start:end]; their characters go to ``chars``."""
         cdef Py_ssize_t p = start, count = 0, begin
         while p < end:
@@ -339,7 +352,7 @@ cdef class SignalComputer:
 
             stop_word_count = None
             if stop_words is not None:
-                stop_word_count = self._stop_words(text, tokens, n_tokens, stop_words)
+                stop_word_count = self._stop_words(text, buf, tokens, n_tokens, stop_words)
         finally:
             free(tokens)
             free(spans)
@@ -375,7 +388,7 @@ cdef class SignalComputer:
             _ratio(digits, n),
         )
 
-    cdef Py_ssize_t _distinct(self, const Py_UCS4* buf, Py_ssize_t n, Py_ssize_t max_code):
+    cdef Py_ssize_t _distinct(self, const Py_UCS4* buf, Py_ssize_t n, Py_ssize_t max_code) except -1:
         """len(set(text)), with a bitmap over the code points up to the largest one present."""
         cdef Py_ssize_t i, distinct = 0
         cdef unsigned char* seen = <unsigned char*>calloc(max_code // 8 + 1, 1)
@@ -483,7 +496,7 @@ cdef class SignalComputer:
         return (n_lines, all_sentences, c4_sentences, bullets, ellipsis_lines, punct_lines, short_lines,
                 javascript_lines, policy_lines, lorem_ipsum, curly_bracket)
 
-    cdef Py_ssize_t _paragraphs(self, const Py_UCS4* buf, Py_ssize_t n, Span* spans):
+    cdef Py_ssize_t _paragraphs(self, const Py_UCS4* buf, Py_ssize_t n, Span* spans) noexcept:
         cdef Py_ssize_t start = 0, end = n, p, j, piece, count = 0
         while start < end and self.f(buf[start]) & PY_SPACE:
             start += 1
@@ -509,7 +522,7 @@ cdef class SignalComputer:
         self._stripped(buf, piece, end, &spans[count])
         return count + 1
 
-    cdef void _stripped(self, const Py_UCS4* buf, Py_ssize_t start, Py_ssize_t end, Span* span):
+    cdef void _stripped(self, const Py_UCS4* buf, Py_ssize_t start, Py_ssize_t end, Span* span) noexcept:
         while start < end and self.f(buf[start]) & PY_SPACE:
             start += 1
         while end > start and self.f(buf[end - 1]) & PY_SPACE:
@@ -596,16 +609,57 @@ cdef class SignalComputer:
             free(token_hashes)
         return out
 
-    cdef object _stop_words(self, str text, Span* tokens, Py_ssize_t n_tokens, stop_words):
-        """len(stop_words & {token.lower()}): lower() never shortens, so longer tokens cannot match."""
-        cdef Py_ssize_t longest = max(map(len, stop_words), default=0), i
+    cdef object _stop_words(self, str text, const Py_UCS4* buf, Span* tokens, Py_ssize_t n_tokens,
+                            stop_words):
+        """len(stop_words & {token.lower()}). lower() never shortens a token, so a longer one cannot
+        match; an ASCII token of up to 8 characters is lower-cased and compared packed, without a
+        Python string; any other token goes through str.lower()."""
+        cdef Py_ssize_t i, j, k, start, length
+        cdef uint64_t key
+        cdef uint32_t c
+        if stop_words is not self.stop_words_seen:
+            self._pack(stop_words)
+        found_packed = bytearray(self.n_packed)
         found = set()
         for i in range(n_tokens):
-            if tokens[i].length <= longest:
-                word = text[tokens[i].start:tokens[i].start + tokens[i].length].lower()
-                if word in stop_words:
-                    found.add(word)
+            start, length = tokens[i].start, tokens[i].length
+            if length > self.longest_stop_word:
+                continue
+            if length <= 8:
+                key = length
+                for j in range(start, start + length):
+                    c = buf[j]
+                    if c >= 128:
+                        break
+                    key = key << 7 | (c + 32 if 65 <= c <= 90 else c)  # A-Z lower-cased
+                else:
+                    for k in range(self.n_packed):
+                        if self.packed[k] == key:
+                            found_packed[k] = 1
+                            break
+                    continue
+            word = text[start:start + length].lower()
+            if word in stop_words:
+                found.add(word)
+        found.update(word for word, hit in zip(self.packed_words, found_packed) if hit)
         return len(found)
+
+    cdef _pack(self, stop_words):
+        """ASCII stop words of up to 8 characters as length + 7 bits per character (exact)."""
+        cdef uint64_t key
+        self.packed_words = [w for w in stop_words if isinstance(w, str) and len(w) <= 8 and w.isascii()]
+        free(self.packed)
+        self.packed = <uint64_t*>malloc((len(self.packed_words) + 1) * sizeof(uint64_t))
+        if self.packed == NULL:
+            raise MemoryError()
+        for k, word in enumerate(self.packed_words):
+            key = len(word)
+            for c in word:
+                key = key << 7 | ord(c)
+            self.packed[k] = key
+        self.n_packed = len(self.packed_words)
+        self.longest_stop_word = max(map(len, stop_words), default=0)
+        self.stop_words_seen = stop_words
 
 
 cdef inline object _ratio(Py_ssize_t numerator, Py_ssize_t denominator):
