@@ -1,6 +1,7 @@
 """End-to-end benchmark: WARC → MindRecord with ``corpusmill run``, and datatrove side by side.
 
-    python bench/e2e_bench.py [--input FOLDER] [--cores 2] [--skip-datatrove] [--skip-full]
+    python bench/e2e_bench.py [--input FOLDER] [--cores 2] [--skip-datatrove] [--skip-full] [--before RUN]
+    python bench/e2e_bench.py --compare BEFORE_RUN AFTER_RUN
 
 Measured, each as one whole process (wall time; peak RSS and CPU of the process tree sampled every 0.2 s):
 1. corpusmill ``--stages extract,filter``: WARC → filtered documents (the goal figure).
@@ -23,6 +24,13 @@ The input (≥ 20k real pages) is ``--input``, a folder of WARC files, else the 
 ``bench/make_bench_warc.py`` split into 2 × cores files; both tools read the same files. pages/s counts
 the WARC's response records (extract's records_in minus the skipped request/metadata/warcinfo
 records). Everything measured is also written to ``bench/work/e2e/results-<time>.json``.
+
+Output equivalence: ``--before RUN`` (an earlier ``extract,filter`` run folder on the same files, e.g.
+one made with an older version) compares this run's decisions and stored signals with it;
+``--compare`` compares two run folders without running anything. A document's decision is where it
+left the pipeline (``extract:rejected:non_html``, ``filter:rejected:<rule>``, ``filter:kept``...);
+the comparison counts documents whose decision changed (by transition), whose extracted text
+changed, and per stored filter column, documents (in both runs' filter output) whose value differs.
 """
 from __future__ import annotations
 
@@ -210,11 +218,88 @@ def count_jsonl(folder: Path) -> int:
     return sum(sum(1 for _ in gzip.open(f, "rt")) for f in folder.glob("*.jsonl.gz"))
 
 
+# ---------------------------------------------------------------- output equivalence
+
+def decisions(run: Path):
+    """id -> decision, and the filter output (every stored column) as a pandas frame indexed by id."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    def frame(folder: Path, outcome: str):
+        if not folder.exists():
+            return None
+        table = pq.read_table(folder).to_pandas()
+        return table.assign(_outcome=outcome)
+
+    parts = {f"extract:{o}": frame(run / "extract" / f, o) for o, f in (("rejected", "rejected"), ("error", "errors"))}
+    parts.update({f"filter:{o}": frame(run / "filter" / f, o) for o, f in
+                  (("kept", "kept"), ("rejected", "rejected"), ("error", "errors"))})
+    decided = {}
+    for stage_outcome, table in parts.items():
+        if table is None:
+            continue
+        reason = table["error"] if stage_outcome.endswith("error") else table.get("reject_rule")
+        for doc_id, why in zip(table["id"], reason if reason is not None else [None] * len(table)):
+            decided[doc_id] = f"{stage_outcome}:{why}" if why else stage_outcome
+    filtered = pd.concat([t for k, t in parts.items() if k.startswith("filter") and t is not None])
+    return decided, filtered.set_index("id")
+
+
+def compare_runs(before: Path, after: Path) -> dict:
+    """Decisions and stored filter columns of two ``extract,filter`` runs on the same files."""
+    import hashlib
+    from collections import Counter
+
+    import numpy as np
+
+    old_decisions, old = decisions(before)
+    new_decisions, new = decisions(after)
+    transitions = Counter((old_decisions.get(i, "-"), new_decisions.get(i, "-"))
+                          for i in set(old_decisions) | set(new_decisions)
+                          if old_decisions.get(i) != new_decisions.get(i))
+    both = old.index.intersection(new.index)
+    old, new = old.loc[both], new.loc[both]
+    digest = lambda texts: [hashlib.sha1((t or "").encode()).hexdigest() for t in texts]  # noqa: E731
+    text_changed = np.array(digest(old["text"])) != np.array(digest(new["text"]))
+    columns = {}
+    for column in sorted((set(old.columns) & set(new.columns)) - {"text", "_outcome"}):
+        a, b = old[column], new[column]
+        if a.dtype.kind == "f" and b.dtype.kind == "f":
+            same = np.isclose(a.to_numpy(), b.to_numpy(), rtol=0, atol=0, equal_nan=True)
+        else:
+            same = np.array([x == y or (x is None and y is None) or (x != x and y != y)
+                             for x, y in zip(a.map(repr), b.map(repr))])
+        columns[column] = {"differ": int((~same).sum()), "differ_same_text": int((~same & ~text_changed).sum())}
+    only = {"before": sorted(set(old_decisions) - set(new_decisions))[:5], "after": sorted(set(new_decisions) - set(old_decisions))[:5]}
+    return {"documents": {"before": len(old_decisions), "after": len(new_decisions)},
+            "decision_changed": sum(transitions.values()),
+            "transitions": [[a, b, n] for (a, b), n in transitions.most_common()],
+            "in_both_filter_outputs": len(both), "text_changed": int(text_changed.sum()),
+            "columns": columns, "examples_only_in": only,
+            "columns_only_before": sorted(set(old.columns) - set(new.columns)),
+            "columns_only_after": sorted(set(new.columns) - set(old.columns))}
+
+
+def print_comparison(result: dict) -> None:
+    print(f"\noutput equivalence: {result['documents']['before']} documents before, {result['documents']['after']} after; "
+          f"decision changed for {result['decision_changed']}")
+    for old, new, n in result["transitions"][:20]:
+        print(f"  {n:>6}  {old}  ->  {new}")
+    print(f"  in both filter outputs: {result['in_both_filter_outputs']}, extracted text changed for {result['text_changed']}")
+    differing = {c: v for c, v in result["columns"].items() if v["differ"]}
+    print(f"  stored columns compared: {len(result['columns'])}; differing: "
+          + (", ".join(f"{c} {v['differ']} ({v['differ_same_text']} with the same text)" for c, v in differing.items())
+             or "none"))
+    for side in ("before", "after"):
+        if result[f"columns_only_{side}"]:
+            print(f"  columns only {side}: {', '.join(result[f'columns_only_{side}'])}")
+
+
 # ---------------------------------------------------------------- main
 
 def print_row(name: str, result: dict, pages: int) -> None:
     print(f"{name:<46} {result['wall_s']:>8.1f} {pages / result['wall_s']:>9.1f} {result['peak_rss_mb']:>8} "
-          f"{result['tree_cpu_s']:>8.1f}")
+          f"{result['tree_cpu_s']:>8.1f} {result['tree_cpu_s'] * 1000 / pages:>8.2f}")
 
 
 def main() -> None:
@@ -223,8 +308,14 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--skip-datatrove", action="store_true")
     parser.add_argument("--skip-full", action="store_true", help="only WARC → filtered documents")
+    parser.add_argument("--before", help="an earlier extract,filter run folder on the same files: compare outputs")
+    parser.add_argument("--compare", nargs=2, metavar=("BEFORE_RUN", "AFTER_RUN"),
+                        help="only compare the outputs of two extract,filter run folders")
     parser.add_argument("--datatrove-worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.compare:
+        print_comparison(compare_runs(Path(args.compare[0]), Path(args.compare[1])))
+        return
     if args.datatrove_worker:
         step, first, out, cores = args.datatrove_worker
         if step == "extract_filter":
@@ -256,7 +347,7 @@ def main() -> None:
             rate = stage["records_in"] / stage["wall_s"] if stage["wall_s"] else 0
             print(f"{stage['stage']:>12} {stage['records_in']:>8} {stage['kept']:>8} {stage['wall_s']:>8.1f} {rate:>9.1f}")
     print(f"\nwhole-process wall time on {pages} pages (WARC responses), {args.cores} cores:")
-    print(f"{'pipeline':<46} {'wall s':>8} {'pages/s':>9} {'peak MB':>8} {'CPU s':>8}")
+    print(f"{'pipeline':<46} {'wall s':>8} {'pages/s':>9} {'peak MB':>8} {'CPU s':>8} {'CPU ms/p':>8}")
     print_row(f"corpusmill extract+filter ({filtered['stages'][-1]['kept']} kept)", filtered, pages)
     if "corpusmill_full" in results:
         print_row("corpusmill WARC → MindRecord (all stages)", results["corpusmill_full"], pages)
@@ -272,6 +363,9 @@ def main() -> None:
     if dt and dt["returncode"] == 0:
         print(f"\ncorpusmill extract+filter vs datatrove: {dt['wall_s'] / filtered['wall_s']:.1f}x the docs/s "
               f"(wall), {dt['tree_cpu_s'] / filtered['tree_cpu_s']:.1f}x less CPU per page")
+    if args.before:
+        results["equivalence"] = compare_runs(Path(args.before), E2E / f"ef-{stamp}")
+        print_comparison(results["equivalence"])
     report = E2E / f"results-{stamp}.json"
     for result in [filtered, results.get("corpusmill_full", {}), *results.get("datatrove", {}).values()]:
         result.pop("output", None)
