@@ -81,12 +81,13 @@ def main() -> None:
     texts = [t for t in timed("normalise text", normalize_text, texts, ms) if t]
 
     # Set-up a Python worker pays once (models, the signals' character table), then each task's.
+    settings = load(None).filter
     started = time.process_time()
-    doc_filter = DocumentFilter(load(None).filter)
+    doc_filter = DocumentFilter(settings)
     doc_filter.apply(texts[:20])
     ms["(filter: once per worker: models, tables, 20 pages; ms)"] = (time.process_time() - started) * 1000
     started = time.process_time()
-    doc_filter = DocumentFilter(load(None).filter)
+    doc_filter = DocumentFilter(settings)
     ms["(filter: once per task: DocumentFilter; ms)"] = (time.process_time() - started) * 1000
     langs = timed("filter: fastText LID", lambda t: doc_filter.identifier.predict([t])[0][0], texts, ms)
     timed("filter: quality signals (udfs/quality.py)",
