@@ -1,23 +1,20 @@
-"""Main-content extraction quality on the trafilatura evaluation pages, ours against the libraries.
+"""Main-content extraction quality on two development sets, ours against the libraries.
 
-    python bench/extraction_quality.py [--split dev|test|all] [--extractors corpusmill,resiliparse,...]
-                                       [--misses corpusmill]
+    python bench/extraction_quality.py [--sets trafilatura-eval,readability] [--extractors corpusmill,...]
+                                       [--misses corpusmill] [--regressions corpusmill]
 
-Reads ``../shared/data/html/trafilatura-eval/``: ``evaldata.json`` lists, per page, snippets that
-must appear in the main text (``with``) and snippets that must not (``without``). Scored the way
-trafilatura's own evaluation does: a ``with`` snippet found is a true positive, missing a false
-negative; a ``without`` snippet found is a false positive, absent a true negative. Every page is
-decoded once with the extract stage's ``decode_html`` so all extractors see the same text.
+The two sets (``tools/extraction_devsets.py`` describes them and their scores) are made
+differently: trafilatura's evaluation pages with snippets that must / must not appear, and Mozilla
+Readability's test pages with the article it keeps. A change to the extractor counts when it helps
+on both (tune on one, read the other).
 
-Pages are split into dev (tuning) and test (held out) halves by a hash of the file name; the
-boilerplate filter (``udfs/boilerplate.py``) was tuned on dev only, so the test half is what to quote. ``--misses NAME`` prints, for the
-chosen split, the snippets that extractor got wrong (the dev-split tuning loop).
+Speed is pages per CPU-second of this process. ``--misses NAME`` prints the snippets that
+extractor got wrong (trafilatura-eval); ``--regressions NAME`` lists the pages where NAME's F1 is at
+least 0.2 below resiliparse's main-content mode alone.
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,29 +23,9 @@ from typing import Callable, Dict, List
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from udfs.html import decode_html, extract_main_text  # noqa: E402
+from tools.extraction_devsets import LOADERS, SETS, f1, page_scores, score  # noqa: E402
+from udfs.html import extract_main_text  # noqa: E402
 from udfs.text import normalize_text  # noqa: E402
-
-EVAL_DIR = ROOT.parent / "shared" / "data" / "html" / "trafilatura-eval"
-
-
-def split_of(file_name: str) -> str:
-    return "dev" if hashlib.sha1(file_name.encode("utf-8")).digest()[0] % 2 == 0 else "test"
-
-
-def load_pages(split: str) -> List[dict]:
-    """[{file, html, with, without}] for the split, decoded as the extract stage decodes them."""
-    items = json.loads((EVAL_DIR / "evaldata.json").read_text(encoding="utf-8"))
-    pages = []
-    for item in items.values():
-        if split != "all" and split_of(item["file"]) != split:
-            continue
-        path = EVAL_DIR / "cache" / item["file"]
-        if not path.exists():
-            path = EVAL_DIR / "eval" / item["file"]
-        html, _ = decode_html(path.read_bytes(), None)
-        pages.append({"file": item["file"], "html": html or "", "with": item["with"], "without": item["without"]})
-    return pages
 
 
 def _plain_resiliparse(html: str) -> str:
@@ -74,19 +51,6 @@ EXTRACTORS: Dict[str, Callable[[], Callable[[str], str]]] = {
 }
 
 
-def score(pages: List[dict], texts: List[str]) -> dict:
-    tp = fn = fp = tn = 0
-    for page, text in zip(pages, texts):
-        found_with = sum(snippet in text for snippet in page["with"])
-        found_without = sum(snippet in text for snippet in page["without"])
-        tp, fn = tp + found_with, fn + len(page["with"]) - found_with
-        fp, tn = fp + found_without, tn + len(page["without"]) - found_without
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1, "accuracy": (tp + tn) / (tp + fn + fp + tn)}
-
-
 def run(name: str, pages: List[dict]):
     """Texts and pages per CPU-second (this process's CPU time: steadier than wall time on a shared
     machine, and the same thing on an idle one, since every extractor here is single-threaded)."""
@@ -99,42 +63,60 @@ def run(name: str, pages: List[dict]):
 
 def print_misses(pages: List[dict], texts: List[str]) -> None:
     for page, text in zip(pages, texts):
-        missing = [s for s in page["with"] if s not in text]
-        leaked = [s for s in page["without"] if s in text]
+        missing = [s for s in page.get("with", []) if s not in text]
+        leaked = [s for s in page.get("without", []) if s in text]
         if missing or leaked:
-            print(f"== {page['file']}")
+            print(f"== {page['name']}")
             for snippet in missing:
                 print(f"   MISSING {snippet!r}")
             for snippet in leaked:
-                line = next(l for l in text.split("\n") if snippet in l) if snippet in text else ""
+                line = next(l for l in text.split("\n") if snippet in l)
                 print(f"   LEAKED  {snippet!r}  in line: {line[:160]!r}")
+
+
+def print_regressions(name: str, pages: List[dict], texts: List[str], baseline: List[str]) -> None:
+    """Pages where ``name`` loses at least 0.2 F1 against resiliparse's main-content mode alone."""
+    worse = []
+    for page, text, base in zip(pages, texts, baseline):
+        ours, theirs = page_scores(page, text), page_scores(page, base)
+        loss = f1(theirs["precision"], theirs["recall"]) - f1(ours["precision"], ours["recall"])
+        if loss >= 0.2:
+            worse.append((loss, page["name"], ours, theirs))
+    print(f"  {len(worse)} pages where {name} loses >= 0.2 F1 against resiliparse alone")
+    for loss, page_name, ours, theirs in sorted(worse, reverse=True):
+        print(f"    -{loss:.2f} {page_name}: P {ours['precision']:.2f} R {ours['recall']:.2f}"
+              f" (resiliparse P {theirs['precision']:.2f} R {theirs['recall']:.2f})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", default="all", choices=["dev", "test", "all"])
+    parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated subset of {','.join(SETS)}")
     parser.add_argument("--extractors", default=",".join(EXTRACTORS),
                         help=f"comma-separated subset of {','.join(EXTRACTORS)}")
     parser.add_argument("--misses", metavar="NAME", help="print the snippets this extractor got wrong")
+    parser.add_argument("--regressions", metavar="NAME",
+                        help="list pages where this extractor loses >= 0.2 F1 against resiliparse alone")
     args = parser.parse_args()
 
-    pages_by_split = {s: load_pages(s) for s in (["dev", "test"] if args.split == "all" else [args.split])}
-    all_pages = [p for pages in pages_by_split.values() for p in pages]
-    counts = ", ".join(f"{s} {len(p)}" for s, p in pages_by_split.items())
-    print(f"trafilatura-eval: {len(all_pages)} pages ({counts})\n")
-    header = f"{'extractor':<22}" + "".join(f"{s + ' P':>8}{'R':>7}{'F1':>7}" for s in pages_by_split) + f"{'pages/cpu-s':>12}"
-    print(header)
-    print("-" * len(header))
-    for name in args.extractors.split(","):
-        texts, rate = run(name, all_pages)
-        row, offset = f"{name:<22}", 0
-        for split, pages in pages_by_split.items():
-            m = score(pages, texts[offset:offset + len(pages)])
-            row += f"{m['precision']:>8.3f}{m['recall']:>7.3f}{m['f1']:>7.3f}"
-            offset += len(pages)
-        print(row + f"{rate:>12.0f}", flush=True)
-        if name == args.misses:
-            print_misses(all_pages, texts)
+    names = args.extractors.split(",")
+    for set_name in args.sets.split(","):
+        pages = LOADERS[set_name]()
+        print(f"\n{set_name}: {len(pages)} pages")
+        header = f"{'extractor':<22}{'P':>7}{'R':>7}{'F1':>7}{'pages/cpu-s':>13}{'ms/page':>9}"
+        print(header + "\n" + "-" * len(header))
+        texts_by_name = {}
+        for name in names:
+            texts, rate = run(name, pages)
+            texts_by_name[name] = texts
+            m = score(pages, texts)
+            print(f"{name:<22}{m['precision']:>7.3f}{m['recall']:>7.3f}{m['f1']:>7.3f}{rate:>13.0f}"
+                  f"{1000 / rate:>9.2f}", flush=True)
+            if name == args.misses:
+                print_misses(pages, texts)
+        if args.regressions:
+            baseline = texts_by_name.get("resiliparse") or run("resiliparse", pages)[0]
+            texts = texts_by_name.get(args.regressions) or run(args.regressions, pages)[0]
+            print_regressions(args.regressions, pages, texts, baseline)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,9 @@ Both passes are tuned on half of the trafilatura evaluation pages and checked on
 """
 from __future__ import annotations
 
+import html as html_lib
+import json
+import math
 import re
 from functools import lru_cache
 
@@ -221,3 +224,139 @@ def is_boilerplate_line(line: str) -> bool:
 
 def drop_boilerplate_lines(text: str) -> str:
     return "\n".join(line for line in text.split("\n") if not is_boilerplate_line(line))
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Blocks (after extraction): each paragraph, heading or line of resiliparse's main-content
+#    extract is scored by a small logistic model on cheap features of the block and its
+#    neighbours — its length, how much of it is link text (resiliparse's ``minimal_html`` output
+#    keeps the links), punctuation, and where it sits relative to the page's long paragraphs —
+#    the features boilerpipe and jusText decide on. Trained by ``tools/train_block_classifier.py``.
+
+# One unit per <p>/<hN>/<pre> element of resiliparse's minimal_html, or per line of text outside them.
+_UNIT = re.compile(r"<(p|h[1-6]|pre)>(.*?)</\1>|[^\n]+", re.S)
+_LINK_TEXT = re.compile(r"<a\b[^>]*>(.*?)(?:</a>|$)", re.S)
+_TAG = re.compile(r"<[^>]*>")
+_BR = re.compile(r"<br>\n?")
+_SENTENCE_END = re.compile(r"""[.!?。！？…:;"'”»)]\s*$""")
+_PUNCTUATION = re.compile(r"[.,;:!?。，、；：！？]")
+_DIGIT = re.compile(r"\d")
+# A long paragraph with few links anchors the main content; distances are counted from these.
+ANCHOR_CHARS = 200
+
+
+class Unit:
+    __slots__ = ("kind", "text", "chars", "link_chars", "words")
+
+    def __init__(self, kind: str, text: str, link_chars: int):
+        self.kind, self.text, self.link_chars = kind, text, link_chars
+        self.chars = len(text)
+        self.words = text.count(" ") + 1
+
+
+def _plain(fragment: str) -> str:
+    text = _TAG.sub("", fragment)
+    return html_lib.unescape(text) if "&" in text else text
+
+
+def units_of(minimal_html: str) -> list:
+    """The text units of a minimal_html extract, in page order, with their link text counted."""
+    units = []
+    for match in _UNIT.finditer(minimal_html):
+        kind, inner = match.group(1) or "text", match.group(2)
+        if inner is None:
+            inner = match.group(0)
+        if kind != "pre":
+            inner = _BR.sub("\n", inner)
+        text = _plain(inner).strip()
+        if not text:
+            continue
+        link_chars = sum(len(_plain(link).strip()) for link in _LINK_TEXT.findall(inner)) if "<a" in inner else 0
+        units.append(Unit(kind, text, link_chars))
+    return units
+
+
+FEATURES = (
+    "bias", "log_chars", "log_words", "link_density", "mostly_links", "sentence_end", "punctuation_per_word", "digit_share", "furniture_line", "position",
+    "chars_before_share", "prev_log_chars", "prev_link_density", "next_log_chars", "next_link_density",
+    "window_log_chars", "chars_share", "page_log_chars", "before_first_anchor", "after_last_anchor",
+    "log_anchor_distance", "is_anchor",
+)
+
+
+def unit_features(units: list) -> list:
+    """One feature vector (ordered as ``FEATURES``) per unit.
+
+    The element a unit came from (heading, paragraph, list line) is left out: the two development
+    sets disagree on it (Readability drops the title, trafilatura's snippets keep it), and a model
+    that learns either convention does worse on the other set.
+    """
+    n = len(units)
+    total = sum(u.chars for u in units) or 1
+    density = [u.link_chars / u.chars for u in units]
+    log_chars = [math.log1p(u.chars) for u in units]
+    anchors = [i for i, u in enumerate(units) if u.chars >= ANCHOR_CHARS and density[i] < 0.3]
+    first, last = (anchors[0], anchors[-1]) if anchors else (n, -1)
+    vectors, before, next_anchor = [], 0, 0
+    for i, u in enumerate(units):
+        while next_anchor < len(anchors) and anchors[next_anchor] < i:
+            next_anchor += 1
+        distance = min([abs(anchors[j] - i) for j in (next_anchor - 1, next_anchor) if 0 <= j < len(anchors)] or [n])
+        window = sum(units[j].chars for j in range(max(i - 2, 0), min(i + 3, n)))
+        text = u.text
+        vectors.append([
+            1.0, log_chars[i], math.log1p(u.words), density[i], float(density[i] > 0.8),
+            float(bool(_SENTENCE_END.search(text))),
+            min(len(_PUNCTUATION.findall(text)) / u.words, 2.0), len(_DIGIT.findall(text)) / u.chars,
+            float(is_boilerplate_line(text)), i / n, before / total,
+            log_chars[i - 1] if i else 0.0, density[i - 1] if i else 1.0,
+            log_chars[i + 1] if i + 1 < n else 0.0, density[i + 1] if i + 1 < n else 1.0,
+            math.log1p(window), u.chars / total, math.log1p(total), float(i < first), float(i > last),
+            math.log1p(distance), float(distance == 0),
+        ])
+        before += u.chars
+    return vectors
+
+
+class BlockModel:
+    """Logistic weights over ``FEATURES`` (standardisation folded in), the keep threshold, and the
+    margin below it within which a unit is kept for its context."""
+
+    def __init__(self, weights: list, threshold: float, context_margin: float = 0.0):
+        if len(weights) != len(FEATURES):
+            raise ValueError(f"block model has {len(weights)} weights, expected {len(FEATURES)}")
+        self.weights, self.threshold, self.context_margin = weights, threshold, context_margin
+        # Compare scores, not probabilities: the threshold's logit once instead of a sigmoid per unit.
+        self.threshold_logit = math.log(threshold / (1 - threshold))
+
+    @classmethod
+    def load(cls, path) -> "BlockModel":
+        with open(path, encoding="utf-8") as f:
+            model = json.load(f)
+        if model.get("features") != list(FEATURES):
+            raise ValueError(f"{path}: block model features differ from udfs.boilerplate.FEATURES; retrain it")
+        return cls(model["weights"], model["threshold"], model["context_margin"])
+
+    def scores(self, units: list) -> list:
+        weights = self.weights
+        return [sum(w * x for w, x in zip(weights, vector)) for vector in unit_features(units)]
+
+    def keeps(self, units: list) -> list:
+        return self.decide(units, self.scores(units))
+
+    def decide(self, units: list, scores: list) -> list:
+        """Keep units scoring over the threshold, and two kinds that the model judges alone badly:
+        a heading followed by kept text (section titles are short and unpunctuated like furniture),
+        and a near-miss between two kept units (list items and captions inside the article)."""
+        cut = self.threshold_logit
+        keep = [score >= cut for score in scores]
+        n = len(units)
+        for i in range(n - 2, -1, -1):
+            unit = units[i]
+            if not keep[i] and keep[i + 1] and unit.kind[0] == "h" and unit.link_chars < unit.chars / 2:
+                keep[i] = True
+        near = cut - self.context_margin
+        for i in range(1, n - 1):
+            if not keep[i] and keep[i - 1] and keep[i + 1] and scores[i] >= near:
+                keep[i] = True
+        return keep

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import codecs
 import re
-from typing import Optional, Tuple
+from functools import lru_cache
+from pathlib import Path
+from typing import List, Optional, Tuple
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import detect_encoding
 from resiliparse.parse.html import HTMLTree
 
-from udfs.boilerplate import drop_boilerplate_lines, furniture_selector
+from udfs.boilerplate import BlockModel, Unit, drop_boilerplate_lines, furniture_selector, units_of
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 # Declared labels that browsers decode with a superset codec (WHATWG encoding standard).
@@ -72,29 +74,56 @@ def decode_html(payload: bytes, http_charset: Optional[str]) -> Tuple[Optional[s
 # resiliparse's main-content mode without comments, alt texts, list bullets, form fields, noscript.
 _MAIN_CONTENT = dict(main_content=True, alt_texts=False, links=False, list_bullets=False, comments=False,
                      form_fields=False, noscript=False)
-# An extract this short after the element pass is checked against one without it (see below).
-SHORT_EXTRACT_CHARS = 500
+# The same as minimal HTML: paragraphs, headings and links marked for the block pass.
+_MAIN_CONTENT_HTML = dict(_MAIN_CONTENT, preserve_formatting="minimal_html", links=True)
+# The element pass is undone where it removed more than this share of the main content's text.
+MAX_FURNITURE_SHARE = 0.5
+BLOCK_MODEL_PATH = Path(__file__).resolve().parent / "models" / "block_classifier.json"
+
+
+@lru_cache(maxsize=1)
+def block_model() -> BlockModel:
+    return BlockModel.load(BLOCK_MODEL_PATH)
+
+
+def main_content_units(html: str) -> List[Unit]:
+    """resiliparse's main content as text units, after the element pass of the boilerplate filter.
+
+    Some pages name their content like furniture (a forum whose posts are "comments", an article
+    inside a "comments-area" wrapper, report sections with an "ads" modifier): where the element pass
+    took most of the text, it is undone and the block pass alone decides.
+    """
+    tree = HTMLTree.parse(html)
+    units = units_of(extract_plain_text(tree, **_MAIN_CONTENT_HTML))
+    filtered = units_of(extract_plain_text(tree, skip_elements=[furniture_selector(html)], **_MAIN_CONTENT_HTML))
+    if sum(u.chars for u in filtered) >= (1 - MAX_FURNITURE_SHARE) * sum(u.chars for u in units):
+        return filtered
+    return units
+
+
+def join_units(units: List[Unit]) -> str:
+    """Paragraphs and headings apart by a blank line, consecutive lines of plain text by a newline."""
+    parts = []
+    for previous, unit in zip([None] + units, units):
+        if previous is not None:
+            parts.append("\n" if previous.kind == unit.kind == "text" else "\n\n")
+        parts.append(unit.text)
+    return "".join(parts)
 
 
 def extract_main_text(html: str, extractor: str = "resiliparse", boilerplate_filter: bool = True) -> str:
     """Main content of a page as plain text, paragraphs separated by newlines.
 
-    resiliparse's main-content mode, with the boilerplate filter's element pass on the same parsed
-    tree and its line pass on the result (``udfs/boilerplate.py``).
+    resiliparse's main-content mode, with the boilerplate filter's element, block and line passes
+    (``udfs/boilerplate.py``).
     """
     if extractor == "trafilatura":
         import trafilatura
 
         text = trafilatura.extract(html, include_comments=False, include_tables=True) or ""
         return drop_boilerplate_lines(text) if boilerplate_filter else text
-    tree = HTMLTree.parse(html)
     if not boilerplate_filter:
-        return extract_plain_text(tree, **_MAIN_CONTENT)
-    text = extract_plain_text(tree, skip_elements=[furniture_selector(html)], **_MAIN_CONTENT)
-    if len(text) < SHORT_EXTRACT_CHARS:
-        # Some pages name their content like furniture (a forum whose posts are "comments", report
-        # sections with an "ads" modifier); when the element pass took nearly everything, undo it.
-        without = extract_plain_text(tree, **_MAIN_CONTENT)
-        if len(without) > 3 * len(text):
-            text = without
-    return drop_boilerplate_lines(text)
+        return extract_plain_text(html, **_MAIN_CONTENT)
+    units = main_content_units(html)
+    kept = [unit for unit, keep in zip(units, block_model().keeps(units)) if keep]
+    return drop_boilerplate_lines(join_units(kept))
