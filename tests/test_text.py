@@ -8,6 +8,10 @@ def test_normalize_nfc_controls_zero_width_and_whitespace():
     assert normalize_text(raw) == "Caf\u00e9 menu ok\n\nsecond para\nthird"
 
 
+def test_normalize_collapses_every_unicode_space_within_lines():
+    assert normalize_text("a\u1680\u2000\u200a b\u202f\u205f\u3000c\t\xa0\n\u3000 d \u2003\n\n\n\x85e") == "a b c\nd\n\ne"
+
+
 def test_normalize_keeps_single_line_breaks_and_cjk():
     assert normalize_text("第一行\n第二行\ufeff") == "第一行\n第二行"
 
