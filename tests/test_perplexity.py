@@ -1,5 +1,6 @@
 """The perplexity signal: Kneser-Ney estimation, ARPA files, the shipped en model and a zh model trained
 here on real text, and the Spark columns (perplexity, ppl_bucket)."""
+import dataclasses
 import itertools
 import json
 import random
@@ -15,7 +16,7 @@ from jobs.perplexity import with_perplexity, with_ppl_bucket
 from tools.ngram_lm_train import estimate, main, paragraphs_of_file
 from udfs.config import ConfigError, build
 from udfs.ngram_lm import BOS, EOS, UNK, KenLMModel, NgramModel, read_arpa, tokenize, write_arpa
-from udfs.perplexity import MODELS_DIR, SHIPPED, PerplexityConfig, PerplexityScorer
+from udfs.perplexity import MODELS_DIR, SHIPPED, PerplexityConfig, PerplexityScorer, scored_part
 
 # ---------------------------------------------------------------- estimation and the ARPA format
 
@@ -231,6 +232,14 @@ def test_one_bad_paragraph_raises_a_document_in_proportion_to_its_length(scorer)
     assert alone < with_bad < with_more_bad < scorer.score([bad], ["en"])[0]
 
 
+def test_only_the_paragraphs_within_max_chars_are_scored(scorer):
+    good = "\n".join(wiki_held_out(3))
+    bad = "win cash now txt WIN to 80086 claim ur prize"
+    bounded = PerplexityScorer(dataclasses.replace(scorer.cfg, max_chars=len(good) + 1))
+    assert bounded.score([good + "\n" + bad * 50], ["en"]) == scorer.score([good], ["en"])
+    assert scored_part("x" * 50, 10) == "x" * 10 and scored_part("ab\ncd", 4) == "ab"
+
+
 def test_languages_without_a_model_and_empty_texts_get_null(scorer):
     # No Chinese model ships, so by default Chinese is one of the languages without a model.
     texts = ["La Déclaration universelle des droits de l'homme a été adoptée à Paris.", ZH_SPAM[3],
@@ -253,6 +262,7 @@ def test_kenlm_reads_the_models_as_the_numpy_reader_does(zh_model):
     ({"max_perplexity": {"en": 1}}, "max_perplexity.en: must be > 1"),
     ({"bucket_quantiles": [0.6, 0.3]}, "bucket_quantiles"),
     ({"backend": "srilm"}, "backend"),
+    ({"max_chars": 0}, "max_chars: must be a positive number"),
 ])
 def test_config_errors_name_the_key(section, message):
     with pytest.raises(ConfigError, match=re.escape(message)):

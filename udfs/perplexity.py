@@ -1,6 +1,7 @@
 """The perplexity signal: how unlike reference prose a document reads, per language (CCNet, RefinedWeb).
 
-Each language with a model gets ``perplexity``: every paragraph (line) is scored as a sentence by the
+Each language with a model gets ``perplexity``: every paragraph (line) within the first ``max_chars``
+characters is scored as a sentence by the
 language's n-gram model (``udfs.ngram_lm``), and the document's perplexity is
 ``10 ** -(sum of log10 probabilities / number of predictions)`` over its words and paragraph ends
 (and punctuation marks in ``count_punctuation`` languages; elsewhere they are context only), i.e.
@@ -65,6 +66,10 @@ class PerplexityConfig:
     count_punctuation: List[str] = field(default_factory=lambda: ["zh"])
     # Relative error of Spark's percentile_approx for the bucket cut-offs (accuracy = 1 / this).
     quantile_relative_error: float = 0.001
+    # Characters of a document that are scored: its paragraphs up to this many characters (at least
+    # the first, cut there). Bounds the cost of a long document; ~3,500 English words are a stable
+    # estimate of the whole (a longer one's perplexity is that of its opening).
+    max_chars: int = 20_000
 
     def validate(self, prefix: str) -> None:
         if self.backend not in BACKENDS:
@@ -85,6 +90,8 @@ class PerplexityConfig:
             raise ConfigError(f"{prefix}.bucket_quantiles: need two increasing values in (0, 1), got {qs}")
         if not 0 < self.quantile_relative_error < 0.1:
             raise ConfigError(f"{prefix}.quantile_relative_error: must be within (0, 0.1)")
+        if self.max_chars < 1:
+            raise ConfigError(f"{prefix}.max_chars: must be a positive number of characters, got {self.max_chars}")
 
     def model_path(self, lang: str) -> str:
         path = self.models[lang]
@@ -103,6 +110,15 @@ def cached_model(path: str, backend: str):
     if key not in _models:
         _models[key] = load_model(path, backend)
     return _models[key]
+
+
+def scored_part(text: str, max_chars: int) -> str:
+    """The paragraphs (lines) of ``text`` that fit in ``max_chars``; the first one cut there if longer."""
+    if len(text) <= max_chars:
+        return text
+    head = text[:max_chars]
+    end = head.rfind("\n")
+    return head[:end] if end > 0 else head
 
 
 class PerplexityScorer:
@@ -124,7 +140,7 @@ class PerplexityScorer:
             if text is not None and lang in self.cfg.models:
                 by_lang.setdefault(lang, []).append(i)
         for lang, indices in by_lang.items():
-            docs = [tokenize_all(texts[i].split("\n")) for i in indices]  # a sentence per paragraph (line)
+            docs = [tokenize_all(scored_part(texts[i], self.cfg.max_chars).split("\n")) for i in indices]
             flat = [p for doc in docs for p in doc]
             scores = self.model(lang).token_scores(flat)
             counted = np.fromiter((t == EOS or t[0].isalnum() or lang in self.cfg.count_punctuation
