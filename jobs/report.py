@@ -285,23 +285,23 @@ def _funnel(facts: RunFacts) -> str:
         drops = drops_of(stats)
         if unit_in != "sequences":  # sequences are not documents: they stay off the documents' axis
             bars.append((name, records_in, drops, unit_kept))
-        rows.append((name, "in", records_in, unit_in, ""))
+        rows.append((name, "in", unit_in, records_in, ""))
         for reason, n in drops:
-            rows.append(("", reason, -n, unit_in, f"{100 * n / records_in:.1f} %" if records_in else ""))
-        rows.append(("", "kept", kept, unit_kept, f"{100 * kept / records_in:.1f} %" if records_in else ""))
+            rows.append(("", reason, unit_in, -n, f"{100 * n / records_in:.1f} %" if records_in else ""))
+        rows.append(("", "kept", unit_kept, kept, f"{100 * kept / records_in:.1f} %" if records_in else ""))
         note = output_note(stats)
         if note:
             rows.append(("", note, "", "", ""))
     pack = facts.stats.get("pack", {})
     if isinstance(pack.get("tokens"), int):
-        rows.append(("pack", "tokens in packed sequences", pack["tokens"], "tokens", ""))
+        rows.append(("pack", "tokens in packed sequences", "tokens", pack["tokens"], ""))
     return ("<h2>Funnel: from WARC records to documents to training sequences</h2>"
             "<p>Each bar is a stage's input, counted in its own unit: WARC records into extract, documents "
             "from filter to mix, document copies (a repeated document counts once per copy) into pack. The "
             "kept part is green, every reason a record was dropped has its own colour (hover for counts). "
             "Packed sequences, pack's output and mindrecord's rows, are in the table, not on this axis.</p>"
             + funnel_chart(bars, "records per stage by outcome")
-            + _table(("stage", "outcome / reason", "count", "unit", "share of stage input"), rows, numeric_from=2))
+            + _table(("stage", "outcome / reason", "unit", "count", "share of stage input"), rows, numeric_from=3))
 
 
 def _filter_rules(facts: RunFacts) -> str:

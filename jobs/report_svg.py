@@ -156,7 +156,10 @@ def funnel_chart(stages: Sequence[Tuple[str, int, Sequence[Tuple[str, int]], str
             body.append(f'<rect x="{x:.1f}" y="{y + 4}" width="{w:.1f}" height="{row - 8}" fill="{fill}">'
                         f'<title>{escape(name)} {escape(reason)}: {_number(n)}</title></rect>')
             x += w
-        body.append(f'<text x="{label_width + 4}" y="{y + 18}" fill="#fff">{_number(kept)} {escape(unit)} kept</text>')
+        label = f"{_number(kept)} {unit} kept"
+        inside = plot * kept / top >= 7 * len(label) + 8  # about 7 px per character at 12 px
+        body.append(f'<text x="{label_width + 4 if inside else x + 4:.1f}" y="{y + 18}" '
+                    f'fill="{"#fff" if inside else "#222"}">{escape(label)}</text>')
     legend_y = 10 + len(stages) * row
     legend = [("kept", KEPT_COLOUR)] + [(r, colour[r]) for r in reasons]
     per_row = 3
