@@ -68,7 +68,7 @@ def prepare(set_name: str) -> Dict[str, list]:
         units = main_content_units(page["html"])
         vectors = unit_features(units)
         data["units"].append(units)
-        data["vectors"].append(np.array(vectors).reshape(len(units), len(FEATURES)))
+        data["vectors"].append(vectors)
         words = [len(tokens_of(u.text)) for u in units]
         total_words = sum(words) or 1
         for unit, vector, n in zip(units, vectors, words):

@@ -24,6 +24,8 @@ import math
 import re
 from functools import lru_cache
 
+import numpy as np
+
 # Words (a class token or id split at "-", "_", digits and camelCase humps) naming page furniture.
 _FURNITURE_WORDS = frozenset("""
     nav navbar navigation navi menu menus submenu breadcrumb breadcrumbs pagination pager
@@ -284,38 +286,46 @@ FEATURES = (
 )
 
 
-def unit_features(units: list) -> list:
-    """One feature vector (ordered as ``FEATURES``) per unit.
+def unit_features(units: list) -> np.ndarray:
+    """One feature vector (a row, ordered as ``FEATURES``) per unit.
 
     The element a unit came from (heading, paragraph, list line) is left out: the two development
     sets disagree on it (Readability drops the title, trafilatura's snippets keep it), and a model
     that learns either convention does worse on the other set.
     """
     n = len(units)
-    total = sum(u.chars for u in units) or 1
-    density = [u.link_chars / u.chars for u in units]
-    log_chars = [math.log1p(u.chars) for u in units]
-    anchors = [i for i, u in enumerate(units) if u.chars >= ANCHOR_CHARS and density[i] < 0.3]
-    first, last = (anchors[0], anchors[-1]) if anchors else (n, -1)
-    vectors, before, next_anchor = [], 0, 0
-    for i, u in enumerate(units):
-        while next_anchor < len(anchors) and anchors[next_anchor] < i:
-            next_anchor += 1
-        distance = min([abs(anchors[j] - i) for j in (next_anchor - 1, next_anchor) if 0 <= j < len(anchors)] or [n])
-        window = sum(units[j].chars for j in range(max(i - 2, 0), min(i + 3, n)))
-        text = u.text
-        vectors.append([
-            1.0, log_chars[i], math.log1p(u.words), density[i], float(density[i] > 0.8),
-            float(bool(_SENTENCE_END.search(text))),
-            min(len(_PUNCTUATION.findall(text)) / u.words, 2.0), len(_DIGIT.findall(text)) / u.chars,
-            float(is_boilerplate_line(text)), i / n, before / total,
-            log_chars[i - 1] if i else 0.0, density[i - 1] if i else 1.0,
-            log_chars[i + 1] if i + 1 < n else 0.0, density[i + 1] if i + 1 < n else 1.0,
-            math.log1p(window), u.chars / total, math.log1p(total), float(i < first), float(i > last),
-            math.log1p(distance), float(distance == 0),
-        ])
-        before += u.chars
-    return vectors
+    if not n:
+        return np.zeros((0, len(FEATURES)))
+    # Per-unit text tests stay in Python; the rest is whole-column arithmetic.
+    text_tests = np.array([
+        (u.chars, u.link_chars, u.words, bool(_SENTENCE_END.search(u.text)), len(_PUNCTUATION.findall(u.text)),
+         len(_DIGIT.findall(u.text)), is_boilerplate_line(u.text)) for u in units], dtype=float)
+    chars, link_chars, words = text_tests[:, 0], text_tests[:, 1], text_tests[:, 2]
+    total = chars.sum()
+    density = link_chars / chars
+    log_chars = np.log1p(chars)
+    index = np.arange(n)
+    anchors = np.flatnonzero((chars >= ANCHOR_CHARS) & (density < 0.3))
+    if len(anchors):
+        # Distance to the nearest anchor: the anchors on either side of each unit.
+        after = np.minimum(np.searchsorted(anchors, index), len(anchors) - 1)
+        before = np.maximum(after - 1, 0)
+        distance = np.minimum(np.abs(anchors[after] - index), np.abs(anchors[before] - index))
+        first, last = anchors[0], anchors[-1]
+    else:
+        distance, first, last = np.full(n, n), n, -1
+    padded = np.concatenate([[0.0, 0.0], chars, [0.0, 0.0]])
+    window = sum(padded[k:k + n] for k in range(5))
+    columns = [
+        np.ones(n), log_chars, np.log1p(words), density, density > 0.8, text_tests[:, 3],
+        np.minimum(text_tests[:, 4] / words, 2.0), text_tests[:, 5] / chars, text_tests[:, 6], index / n,
+        (np.cumsum(chars) - chars) / total,
+        np.concatenate([[0.0], log_chars[:-1]]), np.concatenate([[1.0], density[:-1]]),
+        np.concatenate([log_chars[1:], [0.0]]), np.concatenate([density[1:], [1.0]]),
+        np.log1p(window), chars / total, np.full(n, math.log1p(total)), index < first, index > last,
+        np.log1p(distance), distance == 0,
+    ]
+    return np.column_stack(columns).astype(float)
 
 
 class BlockModel:
@@ -326,6 +336,7 @@ class BlockModel:
         if len(weights) != len(FEATURES):
             raise ValueError(f"block model has {len(weights)} weights, expected {len(FEATURES)}")
         self.weights, self.threshold, self.context_margin = weights, threshold, context_margin
+        self._weights = np.array(weights, dtype=float)
         # Compare scores, not probabilities: the threshold's logit once instead of a sigmoid per unit.
         self.threshold_logit = math.log(threshold / (1 - threshold))
 
@@ -338,8 +349,7 @@ class BlockModel:
         return cls(model["weights"], model["threshold"], model["context_margin"])
 
     def scores(self, units: list) -> list:
-        weights = self.weights
-        return [sum(w * x for w, x in zip(weights, vector)) for vector in unit_features(units)]
+        return (unit_features(units) @ self._weights).tolist()
 
     def keeps(self, units: list) -> list:
         return self.decide(units, self.scores(units))

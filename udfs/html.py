@@ -91,13 +91,14 @@ def main_content_units(html: str) -> List[Unit]:
 
     Some pages name their content like furniture (a forum whose posts are "comments", an article
     inside a "comments-area" wrapper, report sections with an "ads" modifier): where the element pass
-    took most of the text, it is undone and the block pass alone decides.
+    took most of the text — measured against the plain main-content extract, the cheapest to make —
+    it is undone and the block pass alone decides.
     """
     tree = HTMLTree.parse(html)
-    units = units_of(extract_plain_text(tree, **_MAIN_CONTENT_HTML))
-    filtered = units_of(extract_plain_text(tree, skip_elements=[furniture_selector(html)], **_MAIN_CONTENT_HTML))
-    if sum(u.chars for u in filtered) >= (1 - MAX_FURNITURE_SHARE) * sum(u.chars for u in units):
-        return filtered
+    units = units_of(extract_plain_text(tree, skip_elements=[furniture_selector(html)], **_MAIN_CONTENT_HTML))
+    unfiltered_chars = len(extract_plain_text(tree, preserve_formatting=False, **_MAIN_CONTENT))
+    if sum(u.chars for u in units) < (1 - MAX_FURNITURE_SHARE) * unfiltered_chars:
+        return units_of(extract_plain_text(tree, **_MAIN_CONTENT_HTML))
     return units
 
 
