@@ -2,7 +2,7 @@
 
 The URL filter runs on WARC records written here and read by the real reader: a rejected page's
 payload is never parsed. The bad-words rule runs through the filter's real DocumentFilter (fastText
-LID included), on by default for English only.
+LID included); the rule is off by default and judges English only when switched on.
 """
 import dataclasses
 import io
@@ -116,11 +116,15 @@ def verdict(filter_cfg, text):
     return out["lang"][0], out["bad_words"][0], out["failed_rules"][0]
 
 
+def with_bad_words_rule(filter_cfg, **changes):
+    rules = dict(filter_cfg.rules)
+    rules["c4_bad_words"] = dataclasses.replace(rules["c4_bad_words"], **changes)
+    return dataclasses.replace(filter_cfg, rules=rules)
+
+
 def test_a_page_with_a_listed_word_is_rejected_by_the_c4_rule_only_when_it_is_on():
-    on = config.PipelineConfig().filter
-    rules = dict(on.rules)
-    rules["c4_bad_words"] = dataclasses.replace(rules["c4_bad_words"], enabled=False)
-    off = dataclasses.replace(on, rules=rules)
+    off = config.PipelineConfig().filter  # off by default: the lists reject clean text too
+    on = with_bad_words_rule(off, enabled=True)
     dirty = ENGLISH.format(extra="One room shows erotic drawings and a dildo.")
     clean = ENGLISH.format(extra="One room shows maps of the old harbour.")
     assert verdict(on, dirty)[:2] == ("en", 2) and "c4_bad_words" in verdict(on, dirty)[2]
@@ -129,13 +133,11 @@ def test_a_page_with_a_listed_word_is_rejected_by_the_c4_rule_only_when_it_is_on
 
 
 def test_the_c4_rule_judges_only_its_languages_but_the_signal_is_stored_for_every_list():
-    on = config.PipelineConfig().filter
+    on = with_bad_words_rule(config.PipelineConfig().filter, enabled=True)  # as C4: English only
     chinese = "这家公司生产的奶粉质量很好，适合成人和儿童饮用。我们每天都喝，味道也不错，价格合理，推荐大家购买。"
     lang, count, failed = verdict(on, chinese)
-    assert (lang, count) == ("zh", 2) and "c4_bad_words" not in failed  # 奶, 成人: zh is off by default
-    rules = dict(on.rules)
-    rules["c4_bad_words"] = dataclasses.replace(rules["c4_bad_words"], languages=["en", "zh"])
-    assert "c4_bad_words" in verdict(dataclasses.replace(on, rules=rules), chinese)[2]
+    assert (lang, count) == ("zh", 2) and "c4_bad_words" not in failed  # 奶, 成人
+    assert "c4_bad_words" in verdict(with_bad_words_rule(on, languages=["en", "zh"]), chinese)[2]
 
 
 def test_bad_words_match_whole_words_in_spaced_languages_and_anywhere_in_unspaced_ones(tmp_path):
