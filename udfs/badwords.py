@@ -45,19 +45,22 @@ def word_sequences(entries: Iterable[str]) -> FrozenSet[Tuple[str, ...]]:
 
 
 class WordSequenceMatcher:
-    """Finds listed entries in a token sequence: single words and runs of up to the longest entry."""
+    """Finds listed entries in a token sequence: single words by one set intersection, phrases only
+    where a token starts one."""
 
     def __init__(self, sequences: FrozenSet[Tuple[str, ...]]):
-        self.sequences = sequences
-        self.lengths = sorted({len(s) for s in sequences})
+        self.words = frozenset(s[0] for s in sequences if len(s) == 1)
+        self.phrases: Dict[str, List[Tuple[str, ...]]] = {}  # first word -> the phrases it starts
+        for sequence in sorted(s for s in sequences if len(s) > 1):
+            self.phrases.setdefault(sequence[0], []).append(sequence)
 
     def found(self, tokens: List[str]) -> set:
-        hits = set()
-        for length in self.lengths:
-            for i in range(len(tokens) - length + 1):
-                key = tuple(tokens[i:i + length])
-                if key in self.sequences:
-                    hits.add(key)
+        hits = {(word,) for word in self.words.intersection(tokens)}
+        if not self.phrases.keys().isdisjoint(tokens):
+            for i, token in enumerate(tokens):
+                for phrase in self.phrases.get(token, ()):
+                    if tuple(tokens[i:i + len(phrase)]) == phrase:
+                        hits.add(phrase)
         return hits
 
 

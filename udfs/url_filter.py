@@ -91,7 +91,7 @@ class _Lists:
     domains: FrozenSet[str]
     words: WordSequenceMatcher
     soft_words: WordSequenceMatcher
-    subwords: Tuple[str, ...]
+    subwords: Optional["re.Pattern[str]"]  # any banned subword, None without any
 
 
 @lru_cache(maxsize=4)
@@ -109,8 +109,9 @@ def _load(domain_files: Tuple[str, ...], word_files: Tuple[str, ...], soft_files
         return WordSequenceMatcher(word_sequences(listed + joined))
 
     domains = frozenset().union(*(read_domains(p) for p in domain_files))
-    subwords = tuple(sorted({re.sub(r"[\W_]+", "", e) for e in entries(subword_files)} - {""}))
-    return _Lists(domains, matcher(word_files), matcher(soft_files), subwords)
+    subwords = sorted({re.sub(r"[\W_]+", "", e) for e in entries(subword_files)} - {""})
+    return _Lists(domains, matcher(word_files), matcher(soft_files),
+                  re.compile("|".join(map(re.escape, subwords))) if subwords else None)
 
 
 class UrlFilter:
@@ -118,12 +119,13 @@ class UrlFilter:
 
     def __init__(self, cfg: UrlFilterConfig):
         self.cfg = cfg
+        self.list_files = (tuple(cfg.domain_lists), cfg.files("word_lists"), cfg.files("soft_word_lists"),
+                           cfg.files("subword_lists"))
 
     def verdict(self, url: Optional[str]) -> Optional[Tuple[str, str]]:
         if not self.cfg.enabled or not url:
             return None
-        lists = _load(tuple(self.cfg.domain_lists), self.cfg.files("word_lists"),
-                      self.cfg.files("soft_word_lists"), self.cfg.files("subword_lists"))
+        lists = _load(*self.list_files)
         try:
             host = (urlsplit(url).hostname or "").rstrip(".")
         except ValueError:  # an unparsable URL (bad IPv6 literal) has no host to look up
@@ -140,8 +142,5 @@ class UrlFilter:
         soft = lists.soft_words.found(words)
         if len(soft) >= self.cfg.soft_threshold:
             return "url_word", "+".join(sorted(" ".join(s) for s in soft))
-        letters = "".join(words)
-        for subword in lists.subwords:
-            if subword in letters:
-                return "url_word", subword
-        return None
+        subword = lists.subwords.search("".join(words)) if lists.subwords is not None else None
+        return ("url_word", subword.group()) if subword else None
