@@ -12,7 +12,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from jobs import config, registry
-from jobs.pipeline import stage_fingerprint
+from jobs.pipeline import run_pipeline, stage_fingerprint
 from udfs.badwords import BadWords
 from udfs.config import ConfigError
 from udfs.filter import DocumentFilter
@@ -62,6 +62,16 @@ def test_block_listed_domain_and_url_words_are_rejected_with_their_reasons(tmp_p
                         ("rejected", "url_word", "porn"),
                         ("kept", None, None), ("kept", None, None), ("kept", None, None)]
     assert all(rows[u]["text"] is None and rows[u]["content_length"] is None for u in urls[:5])  # never read
+
+
+def test_the_extract_stage_counts_url_rejections_by_reason(spark, tmp_path, domain_list):
+    cfg = config.load(overrides={"extract": {"boilerplate_filter": False, "url_filter": {"domain_lists": [domain_list]}}})
+    urls = ["https://blocked-casino.example/a", "https://blocked-casino.example/b", "https://example.com/porno",
+            "https://example.com/library-budget"]
+    warc = warc_of(urls, tmp_path / "crawl.warc.gz")
+    stats = run_pipeline(spark, cfg, [warc], ["extract"], str(tmp_path / "out"), "r", echo=lambda line: None)[0]
+    assert stats["reconciled"] and stats["kept"] == 1
+    assert stats["rejected"] == {"url_domain": 2, "url_word": 1}
 
 
 def test_url_filter_can_be_switched_off_and_checks_its_settings(tmp_path):
