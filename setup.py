@@ -49,6 +49,7 @@ setup(
     },
     # The quality signals in compiled code (udfs/quality.py calls it); pyproject.toml has pip fetch
     # Cython to build it, so a wheel or an installed venv needs no compiler at run time.
-    ext_modules=[Extension("udfs._quality_signals", ["udfs/_quality_signals.pyx"])],
+    ext_modules=[Extension("udfs._quality_signals", ["udfs/_quality_signals.pyx"]),
+                 Extension("udfs._ngram_lm", ["udfs/_ngram_lm.pyx"])],  # the n-gram tokenizer and lookups
     entry_points={"console_scripts": ["corpusmill=jobs.cli:main"]},
 )

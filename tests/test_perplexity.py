@@ -15,7 +15,8 @@ from conftest import shared
 from jobs.perplexity import with_perplexity, with_ppl_bucket
 from tools.ngram_lm_train import estimate, main, paragraphs_of_file
 from udfs.config import ConfigError, build
-from udfs.ngram_lm import BOS, EOS, UNK, KenLMModel, NgramModel, read_arpa, tokenize, write_arpa
+from udfs.ngram_lm import (BOS, EOS, UNK, KenLMModel, NgramModel, read_arpa, tokenize, tokenize_all, tokenize_lines,
+                           tokenize_reference, write_arpa)
 from udfs.perplexity import MODELS_DIR, SHIPPED, PerplexityConfig, PerplexityScorer, scored_part
 
 # ---------------------------------------------------------------- estimation and the ARPA format
@@ -83,7 +84,9 @@ def test_arpa_round_trip_and_vectorised_scoring_match_the_reference(name, tmp_pa
             assert back.ngrams[n][g] == pytest.approx((logp, bow), rel=1e-5, abs=1e-6)
     test = toy_sentences(seed=1, n=50) + [["zz", "a"], []]
     reference = [logprob(back, [BOS] + s[:i], w) for s in test for i, w in enumerate(s + [EOS])]
-    assert NgramModel(back).token_scores(test) == pytest.approx(reference, abs=1e-9)
+    vectorised = NgramModel(back)
+    assert vectorised.token_scores_reference(test) == pytest.approx(reference, abs=1e-9)
+    assert vectorised.token_scores(test) == pytest.approx(reference, abs=1e-9)
 
 
 def test_tokenizer_normalises_width_case_digits_and_splits_cjk_characters():
@@ -254,6 +257,68 @@ def test_kenlm_reads_the_models_as_the_numpy_reader_does(zh_model):
     for path in (str(MODELS_DIR / "en.arpa.gz"), str(zh_model)):
         assert KenLMModel(path).token_scores(paragraphs) == pytest.approx(
             NgramModel.load(path).token_scores(paragraphs), abs=2e-3)
+
+
+# ---------------------------------------------------------------- the compiled path against the reference
+
+def every_code_point():
+    """Each code point (surrogates aside) doubled, then between a letter, a digit and a mark: every
+    character class and run boundary the tokenizer's scan decides, in strings of 4,096 code points."""
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    return ["".join(f"{c}{c}a{c}1{c}. " for c in chars[i:i + 4096]) for i in range(0, len(chars), 4096)]
+
+
+def unicode_lines(seed, n):
+    """Random multi-line strings of the characters where normalising or lowercasing a whole text could
+    differ from doing it line by line: combining marks and Hangul jamo after a line feed, final sigma,
+    dotted I, ligatures, other line breaks, digits of other scripts, underscores, CJK."""
+    alphabet = list("aΣσΑ İﬁ_\n\n\r\u2028\u0301\u0308각가٣፩²①世。・-, .Å\u212b") + ["\n\u0301", "Σ\n", "ς"]
+    rng = random.Random(seed)
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(n)]
+
+
+def texts_of_the_corpora():
+    """Real text in many scripts: the Universal Declaration of Human Rights in every language the
+    shared copy has in UTF-8 (93), Wikipedia, People's Daily, SMS spam and two real web pages' HTML."""
+    udhr = sorted(shared("corpora/multilingual/udhr").glob("*-UTF8"))
+    pages = sorted(shared("html/trafilatura-eval").glob("*.html"))[:2]
+    return ([p.read_text(encoding="utf-8", errors="replace") for p in udhr + pages] + wiki_held_out(100)
+            + peoples_daily()[:500] + shared("corpora/low/sms-spam-collection.tsv").read_text(encoding="utf-8").splitlines())
+
+
+def test_compiled_tokenizer_gives_the_reference_tokens_on_every_code_point_and_the_corpora():
+    texts = every_code_point() + unicode_lines(seed=3, n=3000) + texts_of_the_corpora()
+    for text in texts:
+        assert tokenize(text) == tokenize_reference(text)
+        assert tokenize_lines(text) == [t for t in map(tokenize_reference, text.split("\n")) if t]
+    assert tokenize_all(["a b", "", "-"]) == [["a", "b"], ["-"]]
+
+
+def reference_perplexity(model, text, count_punctuation, max_chars):
+    """A document's perplexity as udfs/perplexity.py computed it before the compiled path: regex
+    tokens per line, numpy scores, punctuation marks left out unless counted."""
+    lists = [t for t in map(tokenize_reference, scored_part(text, max_chars).split("\n")) if t]
+    scores = model.token_scores_reference(lists)
+    counted = np.array([count_punctuation or t == EOS or t[0].isalnum() for p in lists for t in (*p, EOS)], dtype=bool)
+    return float(10 ** -(scores[counted].sum() / counted.sum())) if counted.any() else None
+
+
+def test_compiled_scores_and_perplexities_equal_the_numpy_reference(zh_model):
+    """Token scores equal to the bit (the same additions in the same order); document perplexities to
+    1e-9 relative (the reference sums a document's scores in another order)."""
+    texts = texts_of_the_corpora() + unicode_lines(seed=4, n=200) + ["", "\n\n", "x" * 30_000]
+    cfg = PerplexityConfig(models={"en": SHIPPED, "zh": str(zh_model)}, backend="numpy", max_chars=5_000)
+    scorer = PerplexityScorer(cfg)
+    for lang in ("en", "zh"):
+        model = scorer.model(lang)
+        lists = [t for text in texts for t in tokenize_all(text.split("\n"))]
+        lists += [["never-seen", "words", "0"], []]
+        assert np.array_equal(model.token_scores(lists), model.token_scores_reference(lists))
+        reference = [reference_perplexity(model, t, lang in cfg.count_punctuation, cfg.max_chars) for t in texts]
+        assert sum(r is None for r in reference) >= 3  # empty texts
+        compiled = scorer.score(texts, [lang] * len(texts))
+        assert [c is None for c in compiled] == [r is None for r in reference]
+        assert [c for c in compiled if c is not None] == pytest.approx([r for r in reference if r is not None], rel=1e-9)
 
 
 @pytest.mark.parametrize("section, message", [

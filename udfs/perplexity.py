@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from udfs.config import ConfigError, require_file
-from udfs.ngram_lm import BACKENDS, EOS, load_model, tokenize_all
+from udfs.ngram_lm import BACKENDS, load_model, tokenize_lines, word_mask
 
 MODELS_DIR = Path(__file__).resolve().parent / "lm_models"
 SHIPPED = "shipped"
@@ -140,14 +140,15 @@ class PerplexityScorer:
             if text is not None and lang in self.cfg.models:
                 by_lang.setdefault(lang, []).append(i)
         for lang, indices in by_lang.items():
-            docs = [tokenize_all(scored_part(texts[i], self.cfg.max_chars).split("\n")) for i in indices]
+            docs = [tokenize_lines(scored_part(texts[i], self.cfg.max_chars)) for i in indices]
             flat = [p for doc in docs for p in doc]
             scores = self.model(lang).token_scores(flat)
-            counted = np.fromiter((t == EOS or t[0].isalnum() or lang in self.cfg.count_punctuation
-                                   for p in flat for t in (*p, EOS)), dtype=bool, count=len(scores))
             doc_of = np.repeat(np.arange(len(docs)), [sum(len(p) + 1 for p in doc) for doc in docs])
-            totals = np.bincount(doc_of[counted], weights=scores[counted], minlength=len(docs))
-            counts = np.bincount(doc_of[counted], minlength=len(docs))
+            if lang not in self.cfg.count_punctuation:  # marks are context, not predictions
+                counted = word_mask(flat)
+                doc_of, scores = doc_of[counted], scores[counted]
+            totals = np.bincount(doc_of, weights=scores, minlength=len(docs))
+            counts = np.bincount(doc_of, minlength=len(docs))
             for i, total, count in zip(indices, totals, counts):
                 out[i] = float(10 ** (-total / count)) if count else None  # no tokens: nothing to judge
         return out
