@@ -1,4 +1,4 @@
-"""Boilerplate removal around resiliparse's main-content extraction, in two cheap passes.
+"""Boilerplate removal around resiliparse's main-content extraction, in three cheap passes.
 
 1. **Elements** (before extraction, on resiliparse's DOM): page furniture that the main-content
    heuristics leave in — author boxes, share bars, "related" lists, post meta, newsletter and cookie
@@ -9,12 +9,17 @@
    also say content/article/main, or when it holds the page's ``<h1>``, a ``<main>``, an
    ``<article>`` or a run of paragraphs. The test runs inside resiliparse as one CSS selector
    (``skip_elements``), built from the names found in the page source.
-2. **Lines** (after extraction): short lines that are stock phrases of page furniture in the
+2. **Blocks** (after extraction, ``BlockModel``): each paragraph, heading or line is kept or
+   dropped by a small logistic model on its link density, length, punctuation and place among the
+   page's long paragraphs, plus two context rules (headings before kept text, near-misses between
+   kept units).
+3. **Lines** (after extraction): short lines that are stock phrases of page furniture in the
    languages of the crawl — "Related articles", "Share this", "Mehr zum Thema", "Lire aussi",
    bare datelines, "Foto: …" credits, "© 2020 …". A long line is prose even when it mentions cookies.
 
-Both passes are tuned on half of the trafilatura evaluation pages and checked on the other half
-(``bench/extraction_quality.py``).
+The passes are tuned and checked on two development sets made differently — trafilatura's evaluation
+pages and Mozilla Readability's test pages — each against the other (``bench/extraction_quality.py``,
+``tools/train_block_classifier.py``).
 """
 from __future__ import annotations
 
@@ -229,11 +234,11 @@ def drop_boilerplate_lines(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# 3. Blocks (after extraction): each paragraph, heading or line of resiliparse's main-content
-#    extract is scored by a small logistic model on cheap features of the block and its
-#    neighbours — its length, how much of it is link text (resiliparse's ``minimal_html`` output
-#    keeps the links), punctuation, and where it sits relative to the page's long paragraphs —
-#    the features boilerpipe and jusText decide on. Trained by ``tools/train_block_classifier.py``.
+# Blocks (after extraction): each paragraph, heading or line of resiliparse's main-content
+# extract is scored by a small logistic model on cheap features of the block and its
+# neighbours — its length, how much of it is link text (resiliparse's ``minimal_html`` output
+# keeps the links), punctuation, and where it sits relative to the page's long paragraphs —
+# the features boilerpipe and jusText decide on. Trained by ``tools/train_block_classifier.py``.
 
 # One unit per <p>/<hN>/<pre> element of resiliparse's minimal_html, or per line of text outside them.
 _UNIT = re.compile(r"<(p|h[1-6]|pre)>(.*?)</\1>|[^\n]+", re.S)
