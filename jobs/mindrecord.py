@@ -19,7 +19,9 @@ as one dataset; ``loader`` downloads remote shards to a local cache first.
 The shards a training job gets: exactly ``mix.buckets`` files (a shard no row reached is written
 empty, valid for MindDataset), mode 0644, and rows per shard within one of each other: rows keep
 their bucket's shard except for the fewest moves that even the counts out
-(``udfs.mindrecord.balance_plan``). ``_stats.json`` lists rows and tokens per shard (tokens: the
+(``udfs.mindrecord.balance_plan``). The rows moved are, as far as there are enough, rows none of whose
+documents has another copy (a repeat of ``mix``), so the copies ``pack`` put in different buckets stay
+in different shards. ``_stats.json`` lists rows and tokens per shard (tokens: the
 non-padding tokens of the sequences, or mix's ``token_estimate`` of the documents).
 """
 from __future__ import annotations
@@ -40,15 +42,38 @@ from pyspark.sql import functions as F
 from jobs.fs import HadoopFS
 from jobs.stage import Stage, Transformed
 from udfs.config import ConfigError
-from udfs.mindrecord import (DOCUMENT_SCHEMA, MANIFEST, MISSING_SCORE, SEQUENCE_FIELDS, balance_plan,
+from udfs.mindrecord import (COPY_SUFFIX, DOCUMENT_SCHEMA, MANIFEST, MISSING_SCORE, SEQUENCE_FIELDS, balance_plan,
                              check_compatible, check_reachable, is_remote, manifest_stages, mindrecord_rows,
                              s3_options_from_hadoop, sequence_schema, shard_name, upload_files)
 
 SHARDS_SCHEMA = "shard int, file string, rows long, tokens long, _outcome string"
 
 
+def document_of(copy):
+    """The document of a copy's name (``<id>#<epoch>``)."""
+    return F.regexp_replace(copy, COPY_SUFFIX, "")
+
+
+def with_stays(rows: DataFrame) -> DataFrame:
+    """``rows`` with ``_stays``: whether the row holds a copy of a document that has another copy anywhere."""
+    copies = rows.select(F.explode("_copies").alias("copy")).distinct()
+    repeated = (copies.groupBy(document_of(F.col("copy")).alias("document")).count()
+                .where(F.col("count") > 1).select("document"))
+    # Keyed by the row's list of copies (rows with the same list hold the same documents), so the join
+    # back matches each row once.
+    holding = (rows.select("_copies").distinct().withColumn("copy", F.explode("_copies"))
+               .join(repeated, document_of(F.col("copy")) == F.col("document"), "left_semi")
+               .select("_copies").distinct().withColumn("_stays", F.lit(True)))
+    return rows.join(holding, "_copies", "left").withColumn("_stays", F.coalesce(F.col("_stays"), F.lit(False)))
+
+
 def balanced(rows: DataFrame, buckets: int) -> DataFrame:
-    """``rows`` with a ``shard`` column: the bucket, but for the rows ``balance_plan`` moves."""
+    """``rows`` with a ``shard`` column: the bucket, but for the rows ``balance_plan`` moves.
+
+    ``rows`` has ``_copies``, the document copies each row holds (dropped here). pack put the copies of
+    a document in different buckets; a row holding one is moved only when a bucket has too few rows of
+    documents without copies to give, so that copies stay in different shards.
+    """
     counts = {r["bucket"]: r["count"] for r in rows.groupBy("bucket").count().collect()}
     strays = sorted(str(b) for b in counts if b is None or not 0 <= b < buckets)
     if strays:
@@ -56,15 +81,17 @@ def balanced(rows: DataFrame, buckets: int) -> DataFrame:
                           f"the input was bucketed with another bucket count")
     moves = balance_plan(counts, buckets)
     if not moves:
-        return rows.withColumn("shard", F.col("bucket"))
-    # A fixed order within each bucket (a hash of the whole row), numbered from 0.
-    index = F.row_number().over(Window.partitionBy("bucket").orderBy(F.xxhash64(*rows.columns))) - 1
+        return rows.withColumn("shard", F.col("bucket")).drop("_copies")
+    # A fixed order within each bucket, numbered from 0: the rows that stay first, as balance_plan moves
+    # the rows past a bucket's target; within each group a hash of the whole row.
+    order = Window.partitionBy("bucket").orderBy(F.col("_stays").desc(), F.xxhash64(*rows.columns))
     moved = [((F.col("bucket") == bucket) & F.col("_index").between(start, stop - 1), target)
              for bucket, start, stop, target in moves]
     shard = F.when(*moved[0])
     for condition, target in moved[1:]:
         shard = shard.when(condition, target)
-    return rows.withColumn("_index", index).withColumn("shard", shard.otherwise(F.col("bucket"))).drop("_index")
+    return (with_stays(rows).withColumn("_index", F.row_number().over(order) - 1)
+            .withColumn("shard", shard.otherwise(F.col("bucket"))).drop("_index", "_stays", "_copies"))
 
 
 def with_placeholders(rows: DataFrame, buckets: int) -> DataFrame:
@@ -118,9 +145,12 @@ class MindRecordStage(Stage):
             first = docs.select(F.size("input_ids").alias("n")).first()
             seq_len = first["n"] if first else self.cfg.pack.seq_len
             tokens = F.expr("size(filter(segment_ids, s -> s > 0))").cast("long")
-            return Transformed(docs.select("bucket", "id", *SEQUENCE_FIELDS, tokens.alias("_tokens")),
+            copies = (F.transform("segments", lambda s: s["sample_id"]) if "segments" in docs.columns
+                      else F.array().cast("array<string>"))
+            return Transformed(docs.select("bucket", "id", *SEQUENCE_FIELDS, tokens.alias("_tokens"),
+                                           copies.alias("_copies")),
                                self.shard_facts("sequences", seq_len, sequence_schema(seq_len)))
-        columns = {c: (F.col(c) if c in docs.columns else F.lit(None)) for c in DOCUMENT_SCHEMA}
+        columns = {c: (F.col(c) if c in docs.columns else F.lit(None)) for c in (*DOCUMENT_SCHEMA, "sample_id")}
         rows = docs.select(F.col("bucket"), *[
             F.coalesce(columns["id"].cast("string"), F.lit("")).alias("id"),
             F.coalesce(columns["url"].cast("string"), F.lit("")).alias("url"),
@@ -128,6 +158,8 @@ class MindRecordStage(Stage):
             F.coalesce(columns["domain"].cast("string"), F.lit("")).alias("domain"),
             F.coalesce(columns["quality_score"].cast("float"), F.lit(MISSING_SCORE)).alias("quality_score"),
             (F.col("token_estimate") if "token_estimate" in docs.columns else F.lit(None)).cast("long").alias("_tokens"),
+            F.array(F.coalesce(columns["sample_id"].cast("string"), columns["id"].cast("string"), F.lit("")))
+            .alias("_copies"),
         ])
         return Transformed(rows, self.shard_facts("documents", None, DOCUMENT_SCHEMA))
 

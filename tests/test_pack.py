@@ -267,24 +267,37 @@ def test_mindrecord_sequences_read_back_equal_the_parquet(spark, packed):
 
 def test_repeats_land_in_different_sequences_and_shards(spark, packed):
     """mix repeats documents (epoch >= 1); pack puts no two pieces of a document in one sequence, and
-    the copies of a document that has no more copies than there are shards in different shards."""
+    the copies of a document that has no more copies than there are shards land in different shard files,
+    after mindrecord has evened out the rows per shard."""
+    import mindspore.dataset as ds
+
     run_dir, stats = packed
     kept = spark.read.parquet(str(run_dir / "pack" / "kept"))
     # Only what a trainer or a person reads: no bookkeeping columns of the write (_count, reject_rule…).
     assert set(kept.columns) == {"id", "bucket", "input_ids", "segment_ids", "loss_mask", "n_tokens", "segments"}
-    copies = {}  # document id -> epoch -> [(sequence id, bucket)] of its pieces
+    shards = sorted((run_dir / "mindrecord").glob("shard-*.mindrecord"))
+    shard_of = {str(row["id"]): path.name for path in shards
+                for row in ds.MindDataset(str(path), columns_list=["id"], shuffle=False)
+                .create_dict_iterator(output_numpy=True)}
+    copies = {}  # document id -> epoch -> [(sequence id, bucket, shard file)] of its pieces
+    moved = 0
     for row in kept.select("id", "bucket", "segments").collect():
+        shard = shard_of[row["id"]]
+        moved += shard != shards[row["bucket"]].name
         for segment in row["segments"]:
             doc, epoch = segment["sample_id"].rsplit("#", 1)
-            copies.setdefault(doc, {}).setdefault(epoch, []).append((row["id"], row["bucket"]))
+            copies.setdefault(doc, {}).setdefault(epoch, []).append((row["id"], row["bucket"], shard))
     repeated = {doc: by_epoch for doc, by_epoch in copies.items() if len(by_epoch) > 1}
     assert stats["mix"]["repeat_rows"] > 0 and len(repeated) >= 10
+    # The balancing moved sequences between shards, so the shard files are not just pack's buckets.
+    assert moved and stats["mindrecord"]["rows_per_shard"]["max"] - stats["mindrecord"]["rows_per_shard"]["min"] <= 1
     for doc, by_epoch in copies.items():
         pieces = [place for places in by_epoch.values() for place in places]
-        assert len({sequence for sequence, _ in pieces}) == len(pieces), f"{doc}: two pieces in one sequence"
-    shards = 2
-    spread = [by_epoch for by_epoch in repeated.values() if len(by_epoch) <= shards]
+        assert len({sequence for sequence, _, _ in pieces}) == len(pieces), f"{doc}: two pieces in one sequence"
+    spread = [(doc, by_epoch) for doc, by_epoch in repeated.items() if len(by_epoch) <= len(shards)]
     assert spread
-    for by_epoch in spread:
-        buckets = [{bucket for _, bucket in places} for places in by_epoch.values()]
-        assert all(len(b) == 1 for b in buckets) and len(set.union(*buckets)) == len(buckets), buckets
+    for doc, by_epoch in spread:
+        buckets = [{bucket for _, bucket, _ in places} for places in by_epoch.values()]
+        assert all(len(b) == 1 for b in buckets) and len(set.union(*buckets)) == len(buckets), (doc, buckets)
+        files = [{shard for _, _, shard in places} for places in by_epoch.values()]
+        assert sum(map(len, files)) == len(set.union(*files)), f"{doc}: two copies in one shard file: {files}"

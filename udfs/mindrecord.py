@@ -31,6 +31,8 @@ SEQUENCE_FIELDS = ("input_ids", "segment_ids", "loss_mask")
 MODES = ("auto", "sequences", "documents")
 # MindRecord fields cannot be null: a document not scored yet gets this score, no domain gets "".
 MISSING_SCORE = -1.0
+# mix names the copies of a document (its repeats) ``<id>#<epoch>``; pack keeps the name per piece.
+COPY_SUFFIX = "#[0-9]+$"
 
 
 @dataclass(frozen=True)
