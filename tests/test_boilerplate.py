@@ -147,3 +147,76 @@ def test_filter_keeps_f1_on_readability_test_pages():
     off, on = _scores(pages, False), _scores(pages, True)
     assert on["precision"] >= off["precision"]
     assert on["f1"] >= off["f1"] - 0.01
+
+
+SENTENCE = "The council approved the new budget for the harbour after a long debate on {} in the town hall."
+
+
+def test_element_pass_is_undone_where_it_would_take_most_of_the_article():
+    """An article whose paragraphs sit one per box inside a wrapper named like furniture (no run of
+    paragraphs protects it): the element pass would leave only the standfirst, still more than the
+    500 characters the old near-empty check looked for, so the share it removed decides."""
+    topics = ("fishing quotas", "ferry fares", "dredging", "the lighthouse", "moorings", "tourism", "the quay",
+              "parking")
+    paragraphs = "".join(f"<div><p>{SENTENCE.format(topic)}</p></div>" for topic in topics)
+    standfirst = "<p>" + " ".join(SENTENCE.format(f"item {i}") for i in range(6)) + "</p>"
+    html = f'<html><body><div>{standfirst}</div><div class="post-share-area">{paragraphs}</div></body></html>'
+    text = normalize_text(extract_main_text(html))
+    assert "item 5" in text and all(topic in text for topic in topics)
+
+
+def test_element_pass_stays_where_the_furniture_is_a_small_part():
+    paragraphs = "".join(f"<p>{SENTENCE.format(topic)}</p>" for topic in ("fishing quotas", "ferry fares"))
+    html = (f'<html><body><div class="story"><div>{paragraphs}</div></div>'
+            '<div class="author-box"><div>Jane Doe writes about rural towns and harbours.</div></div></body></html>')
+    text = normalize_text(extract_main_text(html))
+    plain = normalize_text(extract_main_text(html, boilerplate_filter=False))
+    assert "ferry fares" in text and "Jane Doe" in plain and "Jane Doe" not in text
+
+
+def test_units_of_minimal_html_count_link_text_and_keep_line_breaks():
+    units = units_of('<h2>Rivers</h2>\n\n<p>Snow &amp; rain <a href="/x">feed the river</a>.<br>\nNew line.</p>\n\n'
+                     '<a href="/a">Home</a>\nPlain line\n\n<p> </p>')
+    assert [(u.kind, u.text, u.link_chars) for u in units] == [
+        ("h2", "Rivers", 0), ("p", "Snow & rain feed the river.\nNew line.", 14), ("text", "Home", 4),
+        ("text", "Plain line", 0)]
+
+
+# The block pass's rules around the model's scores (the weights do not matter to them).
+RULES = BlockModel([0.0] * len(FEATURES), threshold=0.5, context_margin=1.0)
+
+
+def test_a_heading_before_kept_text_is_kept():
+    units = units_of("<h2>Where the water goes</h2>\n\n<p>" + SENTENCE.format("drains") + "</p>")
+    assert RULES.decide(units, [-3.0, 2.0]) == [True, True]
+
+
+def test_a_heading_before_dropped_text_or_made_of_links_is_dropped():
+    units = units_of('<h2>Related</h2>\n\n<a href="/a">Other story</a>\n\n<h2><a href="/m">More news</a></h2>\n\n<p>'
+                     + SENTENCE.format("drains") + "</p>")
+    assert RULES.decide(units, [-3.0, -3.0, -3.0, 2.0]) == [False, False, False, True]
+
+
+def test_a_near_miss_between_kept_units_is_kept_and_a_clear_miss_is_not():
+    units = units_of("<p>One.</p>\n\nshort item\n\n<p>Two.</p>\n\nNav\n\n<p>Three.</p>")
+    assert RULES.decide(units, [2.0, -0.5, 2.0, -3.0, 2.0]) == [True, True, True, False, True]
+
+
+def test_block_pass_drops_link_lists_and_keeps_prose_with_links():
+    story = "".join(f"<p>{SENTENCE.format(t)} See <a href='/r'>the report</a> for details.</p>"
+                    for t in ("fishing quotas", "ferry fares", "dredging", "moorings"))
+    related = "".join(f'<p><a href="/s{i}">Another headline number {i}</a></p>' for i in range(6))
+    html = f"<html><body><div><h1>Harbour budget</h1>{story}{related}</div></body></html>"
+    text = normalize_text(extract_main_text(html))
+    plain = normalize_text(extract_main_text(html, boilerplate_filter=False))
+    assert "Harbour budget" in text and "See the report for details." in text and "moorings" in text
+    assert "Another headline" in plain and "Another headline" not in text
+
+
+def test_shipped_block_model_matches_the_features(tmp_path):
+    assert len(block_model().weights) == len(FEATURES) and 0 < block_model().threshold < 1
+    stale = json.loads(BLOCK_MODEL_PATH.read_text(encoding="utf-8"))
+    stale["features"] = stale["features"][:-1]
+    (tmp_path / "stale.json").write_text(json.dumps(stale), encoding="utf-8")
+    with pytest.raises(ValueError, match="retrain"):
+        BlockModel.load(tmp_path / "stale.json")
