@@ -284,8 +284,8 @@ def units_of(minimal_html: str) -> list:
 
 
 FEATURES = (
-    "bias", "log_chars", "log_words", "link_density", "mostly_links", "sentence_end", "punctuation_per_word", "digit_share", "furniture_line", "position",
-    "chars_before_share", "prev_log_chars", "prev_link_density", "next_log_chars", "next_link_density",
+    "bias", "log_chars", "log_words", "link_density", "mostly_links", "sentence_end", "punctuation_per_word",
+    "digit_share", "furniture_line", "prev_log_chars", "prev_link_density", "next_log_chars", "next_link_density",
     "window_log_chars", "chars_share", "page_log_chars", "before_first_anchor", "after_last_anchor",
     "log_anchor_distance", "is_anchor",
 )
@@ -296,7 +296,8 @@ def unit_features(units: list) -> np.ndarray:
 
     The element a unit came from (heading, paragraph, list line) is left out: the two development
     sets disagree on it (Readability drops the title, trafilatura's snippets keep it), and a model
-    that learns either convention does worse on the other set.
+    that learns either convention does worse on the other set. So is the unit's position on the page:
+    it would penalise the second half of long documents.
     """
     n = len(units)
     if not n:
@@ -323,8 +324,7 @@ def unit_features(units: list) -> np.ndarray:
     window = sum(padded[k:k + n] for k in range(5))
     columns = [
         np.ones(n), log_chars, np.log1p(words), density, density > 0.8, text_tests[:, 3],
-        np.minimum(text_tests[:, 4] / words, 2.0), text_tests[:, 5] / chars, text_tests[:, 6], index / n,
-        (np.cumsum(chars) - chars) / total,
+        np.minimum(text_tests[:, 4] / words, 2.0), text_tests[:, 5] / chars, text_tests[:, 6],
         np.concatenate([[0.0], log_chars[:-1]]), np.concatenate([[1.0], density[:-1]]),
         np.concatenate([log_chars[1:], [0.0]]), np.concatenate([density[1:], [1.0]]),
         np.log1p(window), chars / total, np.full(n, math.log1p(total)), index < first, index > last,
