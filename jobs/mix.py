@@ -8,8 +8,8 @@ Output:
 * ``kept/bucket=<k>/`` — one row per training sample: the document's columns plus ``domain``,
   ``token_estimate``, ``epoch`` (0 for the first copy, 1, 2, … for repeats) and ``sample_id``
   (``<id>#<epoch>``, unique per row; ``id`` stays the document id). Buckets (= MindRecord shards) are
-  a hash of ``sample_id``, so the repeats of a document spread over shards; rows within a bucket are
-  in hash order, so a document's repeats are never neighbours.
+  the document's hash plus the epoch (``copy_bucket``), so the repeats of a document take distinct
+  shards while it has no more copies than there are shards; rows within a bucket are in hash order.
 * ``rejected/`` — documents the mixture sampled out (``reject_rule = mixture_downsample``,
   ``reject_value`` = the domain's planned epochs). Their ``text`` is not copied again (it is null
   here; the input still has it).
@@ -32,9 +32,10 @@ from udfs.mixture import DomainPlan, DomainRules, copies_batch, effective_tokens
 DOWNSAMPLED = "mixture_downsample"
 
 
-def bucket_of(key_column: str, buckets: int):
-    """Deterministic bucket of a row: xxhash64 of its key modulo the bucket count."""
-    return F.pmod(F.xxhash64(F.col(key_column)), F.lit(buckets)).cast("int")
+def copy_bucket(doc_id, epoch, buckets: int):
+    """The shard of a copy of a document: its document's hash plus its epoch, so the copies of one
+    document take consecutive, distinct shards (while copies <= buckets)."""
+    return F.pmod(F.pmod(F.xxhash64(doc_id), F.lit(buckets)) + epoch, F.lit(buckets)).cast("int")
 
 
 class MixStage(Stage):
@@ -79,7 +80,7 @@ class MixStage(Stage):
         kept = F.col("_copies") > 0
         rows = (rows
                 .withColumn("sample_id", F.concat(F.col("id"), F.lit("#"), F.col("epoch").cast("string")))
-                .withColumn("bucket", bucket_of("sample_id", cfg.buckets))
+                .withColumn("bucket", copy_bucket(F.col("id"), F.col("epoch"), cfg.buckets))
                 .withColumn("_outcome", F.when(kept, F.lit("kept")).otherwise(F.lit("rejected")))
                 .withColumn("reject_rule", F.when(kept, F.lit(None)).otherwise(F.lit(DOWNSAMPLED)))
                 .withColumn("reject_value", F.when(kept, F.lit(None))

@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from jobs.fs import HadoopFS
+from jobs.mix import copy_bucket
 from jobs.stage import BOOKKEEPING_COLUMNS, Stage, Transformed
 from udfs.packing import PackedSequence, SequencePacker
 from udfs.tokenizer import cached_tokenizer
@@ -53,12 +54,6 @@ def _int_lists(arrays: List[np.ndarray]) -> pa.Array:
     flat = np.concatenate(arrays) if arrays else np.zeros(0, np.int32)
     offsets = np.arange(len(arrays) + 1, dtype=np.int32) * (len(arrays[0]) if arrays else 0)
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.int32()))
-
-
-def copy_bucket(doc_id, epoch, buckets: int):
-    """The shard of a copy of a document: its document's hash plus its epoch, so the copies of one
-    document take consecutive, distinct shards (while copies <= buckets)."""
-    return F.pmod(F.pmod(F.xxhash64(doc_id), F.lit(buckets)) + epoch, F.lit(buckets)).cast("int")
 
 
 def sequences_batch(packed: List[Tuple[int, PackedSequence]]) -> pa.RecordBatch:

@@ -183,3 +183,13 @@ def test_rerun_draws_the_identical_sample(spark, docs, mixed, tmp_path):
     reseeded = run_mix(spark, docs, tmp_path / "reseeded", {**MIX, "seed": 7})
     assert rows(tmp_path / "reseeded" / "kept") != rows(stage_dir / "kept")
     assert reseeded["kept"] == pytest.approx(stats["kept"], rel=0.1)
+
+
+def test_copies_of_a_document_take_distinct_buckets(spark, mixed):
+    stage_dir, _ = mixed
+    buckets_of = {}
+    for row in spark.read.parquet(str(stage_dir / "kept")).select("id", "bucket").collect():
+        buckets_of.setdefault(row["id"], []).append(row["bucket"])
+    repeated = [found for found in buckets_of.values() if 1 < len(found) <= MIX["buckets"]]
+    assert len(repeated) >= 5
+    assert all(len(set(found)) == len(found) for found in repeated)
