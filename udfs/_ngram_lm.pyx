@@ -12,7 +12,7 @@
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 from libc.stdint cimport uint64_t
-from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc
 
 import numpy as np
 
@@ -204,10 +204,13 @@ cdef class NgramTables:
 
     def __dealloc__(self):
         cdef int n
-        for n in range(self.order if self.keys != NULL and self.logp != NULL and self.bow != NULL else 0):
-            free(self.keys[n])
-            free(self.logp[n])
-            free(self.bow[n])
+        for n in range(self.order):  # free(NULL) is a no-op: tables not yet made are NULL (calloc)
+            if self.keys != NULL:
+                free(self.keys[n])
+            if self.logp != NULL:
+                free(self.logp[n])
+            if self.bow != NULL:
+                free(self.bow[n])
         free(self.keys)
         free(self.logp)
         free(self.bow)
