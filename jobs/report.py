@@ -31,7 +31,7 @@ from udfs.pii import PiiConfig
 REPORT = "report.html"
 DROP_KINDS = ("rejected", "errors", "skipped")
 # Stages whose kept/ holds documents (one row per document, with text) rather than sequences or shards.
-DOCUMENT_STAGES = ("extract", "filter", "pii", "dedup", "score")
+DOCUMENT_STAGES = ("extract", "filter", "pii", "dedup", "decontam", "score")
 SAMPLES_PER_REASON = 3
 EXCERPT_CHARS = 700
 SCORE_BINS = 20
@@ -228,7 +228,7 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums} tr.total td{font-w
 def render(facts: RunFacts) -> str:
     run = facts.run_dir.rstrip("/").rsplit("/", 1)[-1]
     sections = [_overview(facts), _funnel(facts), _filter_rules(facts), _distributions(facts), _pii(facts),
-                _dedup(facts), _mixture(facts), _wall_time(facts), _stage_figures(facts), _samples(facts)]
+                _dedup(facts), _decontamination(facts), _mixture(facts), _wall_time(facts), _stage_figures(facts), _samples(facts)]
     generated = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width,initial-scale=1">'
@@ -361,6 +361,18 @@ def _dedup(facts: RunFacts) -> str:
     return (f"<h2>Duplicate clusters by size</h2><p>{_num(clusters)} clusters of two or more documents; "
             "one survivor is kept per cluster.</p>"
             + histogram(items, "duplicate cluster sizes", "documents in the cluster", colour="#8c6d46"))
+
+
+def _decontamination(facts: RunFacts) -> str:
+    benchmarks = facts.stats.get("decontam", {}).get("benchmarks")
+    if not isinstance(benchmarks, dict) or not benchmarks:
+        return ""
+    rows = [(name, counts.get("items", 0), counts.get("too_short", 0), counts.get("documents", 0))
+            for name, counts in sorted(benchmarks.items())]
+    action = "rejected" if facts.stats["decontam"].get("action", "reject") == "reject" else "flagged"
+    return (f"<h2>Benchmark contamination</h2><p>Documents sharing an n-gram with an evaluation set, per "
+            f"benchmark ({action}).</p>"
+            + _table(("benchmark", "items", "items too short to look for", "documents"), rows))
 
 
 def _mixture(facts: RunFacts) -> str:

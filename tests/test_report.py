@@ -56,6 +56,8 @@ def test_report_degrades_to_the_sections_the_stats_support(tmp_path):
                              {"rule": "c4_lorem_ipsum", "first_hit": 5, "alone": 5}]},
         "dedup": {"stage": "dedup", "records_in": 40, "kept": 35, "rejected": {"near_duplicate": 5},
                   "wall_s": 3.0, "clusters": 3, "cluster_size_histogram": {"2": 2, "4": 1}, "bands": 20},
+        "decontam": {"stage": "decontam", "records_in": 35, "kept": 35, "rejected": {}, "wall_s": 1.0,
+                     "action": "reject", "benchmarks": {"mmlu": {"items": 140, "too_short": 3, "documents": 0}}},
         "mix": {"stage": "mix", "records_in": 35, "kept": 35, "wall_s": 1.0,
                 "mixture": {"target": {"web": 0.7, "wiki": 0.3}, "achieved": {"web": 0.65, "wiki": 0.35}}},
         "pack": {"stage": "pack", "records_in": 35, "kept": 12, "wall_s": 1.0, "tokens": 24000,
@@ -65,7 +67,7 @@ def test_report_degrades_to_the_sections_the_stats_support(tmp_path):
     facts.pii_counts = {"EMAIL": 4, "PHONE": 2}
     html = render(facts)
     for section in ("Rejections per rule", "Languages", "PII replaced", "Duplicate clusters",
-                    "target vs achieved", "packed tokens", "gopher_stop_words", "bands"):
+                    "Benchmark contamination", "mmlu", "target vs achieved", "packed tokens", "gopher_stop_words", "bands"):
         assert section in html, section
     assert "Quality score" not in html  # no score column in this run: no empty chart
 
