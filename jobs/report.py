@@ -92,11 +92,9 @@ class RunFacts:
                     facts.length_sample = LENGTH_SAMPLE / kept_rows
                     kept = kept.sample(False, facts.length_sample, seed=0)
                 facts.length_histogram = length_histogram(kept)
-        scored = [(outcome, read("score", outcome)) for outcome in ("kept", "rejected")]
-        scored = [docs.select("quality_score", F.lit(outcome).alias("outcome")) for outcome, docs in scored
-                  if docs is not None and "quality_score" in docs.columns]
-        if scored:
-            facts.score_histogram = score_histogram(scored[0] if len(scored) == 1 else scored[0].unionByName(scored[1]))
+        scored = scores_by_outcome(read("score", "kept"), read("score", "rejected"))
+        if scored is not None:
+            facts.score_histogram = score_histogram(scored)
         if not facts.languages:
             filtered = read("filter", "kept", "rejected")
             if filtered is not None and "lang" in filtered.columns:
@@ -125,6 +123,15 @@ def length_histogram(docs: DataFrame) -> List[Tuple[str, int]]:
     if not counts:
         return []
     return [(_short(2 ** b), counts.get(b, 0)) for b in range(min(counts), max(counts) + 1)]
+
+
+def scores_by_outcome(kept: Optional[DataFrame], rejected: Optional[DataFrame]) -> Optional[DataFrame]:
+    """``quality_score`` and ``outcome`` (kept / rejected) of the score stage's rows, as
+    ``score_histogram`` reads them; None when neither part has scores."""
+    parts = [docs.select("quality_score", F.lit(outcome).alias("outcome"))
+             for outcome, docs in (("kept", kept), ("rejected", rejected))
+             if docs is not None and "quality_score" in docs.columns]
+    return parts[0].unionByName(parts[1]) if len(parts) == 2 else (parts[0] if parts else None)
 
 
 def score_histogram(docs: DataFrame) -> List[Tuple[str, Tuple[int, int]]]:

@@ -24,7 +24,7 @@ except ImportError:  # a clone without `pip install -e .`, run from its notebook
 
 from jobs import config, registry
 from jobs.fs import HadoopFS
-from jobs.report import drops_of, length_histogram, rejected_samples, score_histogram
+from jobs.report import drops_of, length_histogram, rejected_samples, score_histogram, scores_by_outcome
 from jobs.spark import get_session
 from jobs.stage import STATS
 
@@ -117,9 +117,11 @@ if document_stages:
 
 scores = pd.DataFrame()
 if "score" in stats:
-    scored = spark.read.parquet(*[f"{RUN_DIR}/score/{o}" for o in ("kept", "rejected")
-                                  if fs.exists(f"{RUN_DIR}/score/{o}")])
-    scores = text_bars(score_histogram(scored))
+    scored = scores_by_outcome(*[spark.read.parquet(f"{RUN_DIR}/score/{o}") if fs.exists(f"{RUN_DIR}/score/{o}")
+                                 else None for o in ("kept", "rejected")])
+    bins = score_histogram(scored) if scored is not None else []
+    scores = text_bars([(b, kept + rejected) for b, (kept, rejected) in bins]).assign(
+        kept=[kept for _, (kept, _) in bins], rejected=[rejected for _, (_, rejected) in bins])
     show(scores)
 else:
     print("no score stage in this run yet: no quality-score histogram")

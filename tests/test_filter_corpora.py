@@ -113,6 +113,9 @@ def test_clueweb_chinese_pages_are_not_rejected_for_too_few_words(doc_filter):
     texts = [row["text"] for row in reader.read(str(path), lambda: open(path, "rb")) if row["_outcome"] == "kept"]
     assert len(texts) >= 80
     kept, reasons, columns = outcome(doc_filter, texts)
-    assert reasons["gopher_short_doc"] <= 0.1 * len(texts), reasons
+    # Words of Chinese text are counted by the segmenter, not by spaces: the pages rejected as short
+    # are the near-empty ones (a copyright line, a pager), never pages with a paragraph of text.
+    short = [len(text) for text, rule in zip(texts, columns["reject_rule"]) if rule == "gopher_short_doc"]
+    assert len(short) <= 0.15 * len(texts) and max(short, default=0) < 200, (reasons, short)
     assert columns["lang"].count("zh") >= 0.9 * len(texts)
     assert kept > 0  # a navigation-heavy sample: most pages fail line and repetition rules
