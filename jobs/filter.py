@@ -16,16 +16,12 @@ Documents in a language with an n-gram model also get ``perplexity``; a second p
 (``jobs/perplexity.py``) cuts each language's perplexities of the kept documents at
 ``perplexity.bucket_quantiles`` into CCNet's ``ppl_bucket`` (head / middle / tail) on every row, and
 ``_stats.json`` records the cut-offs (``ppl_cutoffs``).
-
-Run right after ``extract`` in one invocation, the per-document pass happens inside extract's
-(``jobs/extract.py``, ``ExtractStage.fuse``): this stage then takes extract's kept rows with its
-columns already computed, and does the rest (cut-offs, buckets, write, stats, samples) as usual.
 """
 from __future__ import annotations
 
 import json
 from contextlib import ExitStack
-from typing import Iterator, Optional, Sequence, Union
+from typing import Iterator
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -59,30 +55,7 @@ class FilterStage(Stage):
     reads = ("pii",)
     required_columns = ("text",)
 
-    def __init__(self, spark, cfg):
-        super().__init__(spark, cfg)
-        self.fused_input: Optional[DataFrame] = None
-        self.fused_cache: Optional[DataFrame] = None
-
-    def take_fused_input(self, cache: DataFrame, rows: DataFrame) -> None:
-        """Read ``rows`` (extract's kept documents with this stage's columns, computed in extract's
-        pass) instead of the input files; ``cache``, which they come from, is released after the write."""
-        self.fused_cache, self.fused_input = cache, rows
-
-    def load(self, path: Union[str, Sequence[str]]) -> DataFrame:
-        return super().load(path) if self.fused_input is None else self.fused_input
-
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
-        if self.fused_input is not None:  # computed in extract's pass and cached there
-            resources.callback(self.fused_cache.unpersist)
-            filtered = docs
-        else:
-            filtered = self.filtered(docs, resources)
-        out, ppl_cutoffs = with_ppl_bucket(filtered, self.settings.perplexity, reference=F.col("_outcome") == "kept")
-        return Transformed(out, {"ppl_cutoffs": ppl_cutoffs})
-
-    def filtered(self, docs: DataFrame, resources: ExitStack) -> DataFrame:
-        """``docs`` with this stage's columns (``FILTER_FIELDS``), from one Python pass, persisted."""
         docs = docs.drop(*[c for c in FILTER_FIELDS.names + ["ppl_bucket"] if c in docs.columns])
         settings = self.settings
         out_fields = FILTER_FIELDS
@@ -100,7 +73,8 @@ class FilterStage(Stage):
         # released by the runner once the write is done (or failed).
         filtered = docs.mapInArrow(filter_batches, schema).persist(StorageLevel.MEMORY_AND_DISK)
         resources.callback(filtered.unpersist)
-        return filtered
+        out, ppl_cutoffs = with_ppl_bucket(filtered, settings.perplexity, reference=F.col("_outcome") == "kept")
+        return Transformed(out, {"ppl_cutoffs": ppl_cutoffs})
 
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         fs = HadoopFS(self.spark)

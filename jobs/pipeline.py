@@ -78,13 +78,9 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
     else:
         source, upstream = _previous_output(fs, run_dir, first)
 
-    def new_stage(name: str) -> Stage:
-        return registry.stage_class(name)(spark, cfg, **({"sample_fraction": sample} if name == "extract" else {}))
-
     all_stats = []
-    fused = None  # the next stage, when the one running does its per-record work in its own pass
     for position, name in enumerate(stages):
-        stage, fused = fused or new_stage(name), None
+        stage = registry.stage_class(name)(spark, cfg, **({"sample_fraction": sample} if name == "extract" else {}))
         stage_fp = stage_fingerprint(stage, upstream)
         stage_dir = f"{run_dir}/{name}"
         if is_complete(fs, stage_dir, stage_fp):
@@ -96,8 +92,6 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
                 return sample_rows(docs, sample) if position == 0 and name != "extract" else docs
 
             chunks = plan_chunks(fs, stage, source, cfg.io.chunk_files)
-            if chunks is None and position + 1 < len(stages):
-                fused = fuse_next(fs, stage, stage_fp, new_stage(stages[position + 1]), run_dir)
             if chunks is not None and stage.chunked:
                 stats = run_chunked_stage(stage, chunks, load, name != "extract", stage_dir, stage_fp, echo)
             elif chunks is not None:
@@ -111,15 +105,6 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
         all_stats.append(stats)
         source, upstream = f"{stage_dir}/kept", stage_fp
     return all_stats
-
-
-def fuse_next(fs: HadoopFS, stage: Stage, fingerprint: str, following: Stage, run_dir: str) -> Optional[Stage]:
-    """``following`` if ``stage`` takes on its per-record work in the same pass (a ``fuse`` method:
-    extract with filter) because it will run (it did not finish earlier); else None."""
-    fuse = getattr(stage, "fuse", None)
-    if fuse is None or is_complete(fs, f"{run_dir}/{following.name}", stage_fingerprint(following, fingerprint)):
-        return None
-    return following if fuse(following) else None
 
 
 def plan_chunks(fs: HadoopFS, stage: Stage, source, chunk_files: int) -> Optional[List[List[str]]]:
