@@ -22,7 +22,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "corpusmill setup: creating $VENV (first run downloads ~1 GB of wheels)"
   "$PYTHON" -m venv "$VENV"
 fi
-if [ "$(cat "$VENV/.corpusmill-stamp" 2>/dev/null)" != "$STAMP_KEY" ]; then
+# A fresh clone at the path of an earlier one has the same stamp but none of the compiled modules.
+built() { for source in "$ROOT"/udfs/*.pyx; do compgen -G "${source%.pyx}.*.so" >/dev/null || return 1; done; }
+if [ "$(cat "$VENV/.corpusmill-stamp" 2>/dev/null)" != "$STAMP_KEY" ] || ! built; then
   # pip compiles the quality signals (Cython → C): it needs a C compiler and the Python headers.
   command -v "${CC:-cc}" >/dev/null || command -v gcc >/dev/null \
     || die "no C compiler found; install one (e.g. apt-get install gcc) to build corpusmill's compiled signals"
