@@ -37,7 +37,7 @@ import numpy as np
 import xxhash
 
 from udfs.config import ConfigError
-from udfs.minhash import _UNSEGMENTED as UNSEGMENTED_RANGES  # the scripts dedup shingles by character
+from udfs.minhash import UNSEGMENTED_RANGES  # the scripts dedup shingles by character
 
 ACTIONS = ("reject", "flag")
 RULE = "decontamination"

@@ -178,7 +178,7 @@ def _salt(i: int) -> np.uint64:
 
 
 # Code-point ranges of scripts written without spaces between words (one character = one token).
-_UNSEGMENTED = [
+UNSEGMENTED_RANGES = [
     (0x0E00, 0x0EFF),    # Thai, Lao
     (0x0F00, 0x0FFF),    # Tibetan
     (0x1000, 0x109F),    # Myanmar
@@ -192,7 +192,7 @@ _UNSEGMENTED = [
     (0xFF61, 0xFF9F),    # halfwidth CJK punctuation and Katakana
     (0x20000, 0x3134F),  # CJK Extensions B–G
 ]
-_UNSEG_EDGES = np.array([edge for lo, hi in _UNSEGMENTED for edge in (lo, hi + 1)], dtype=np.uint32)
+_UNSEG_EDGES = np.array([edge for lo, hi in UNSEGMENTED_RANGES for edge in (lo, hi + 1)], dtype=np.uint32)
 
 
 def _unsegmented(cps: np.ndarray) -> np.ndarray:
