@@ -323,16 +323,25 @@ def _partial_dir(stage_dir: str, fingerprint: str, chunks: Sequence[Sequence[str
 
 
 def _commit_chunks(stage: Stage, fs: HadoopFS, chunks: Sequence[Sequence[str]], partial_dir: str,
-                   run_chunk: Callable[[int, Sequence[str]], dict], echo) -> Dict[int, dict]:
-    """Run every chunk that has no valid marker in ``partial_dir`` yet and commit it by writing its
-    marker (``run_chunk``'s result plus the chunk's input files) last; returns every chunk's marker."""
+                   write_chunk: Callable[[Sequence[str], str], dict], echo) -> Dict[int, dict]:
+    """Run every chunk that has no valid marker in ``partial_dir`` yet: ``write_chunk(files, tmp_dir)``
+    writes it into a temporary folder and returns what its marker records besides the files; its data
+    files are moved into ``partial_dir`` and its marker (with the files and the chunk's input files)
+    is written last. Returns every chunk's marker."""
     finished = _finished_chunks(fs, partial_dir)
     if finished:
         echo(f"{stage.name:>10}: resuming: {len(finished)} of {len(chunks)} chunks were committed earlier")
     for index, files in enumerate(chunks):
         if index in finished:
             continue
-        finished[index] = {**run_chunk(index, files), "inputs": list(files)}
+        tmp_dir = f"{partial_dir}/chunk-tmp-{index:05d}"
+        fs.delete(tmp_dir)
+        try:
+            written = write_chunk(files, tmp_dir)
+            finished[index] = {"files": _move_chunk_files(fs, tmp_dir, partial_dir, index), **written,
+                               "inputs": list(files)}
+        finally:
+            fs.delete(tmp_dir)
         write_chunk_marker(fs, f"{partial_dir}/{CHUNKS}/{index:05d}.json", finished[index])
         echo(f"{stage.name:>10}: chunk {index + 1}/{len(chunks)} committed ({len(files)} input files)")
     return finished
@@ -354,21 +363,15 @@ def run_chunked_stage(stage: Stage, chunks: Sequence[Sequence[str]], load_chunk:
     stage.spark.sparkContext.setJobGroup(stage.name, f"corpusmill stage {stage.name}")
     resources = ExitStack()
 
-    def run_chunk(index: int, files: Sequence[str]) -> dict:
+    def write_chunk(files: Sequence[str], tmp_dir: str) -> dict:
         docs = load_chunk(files)
-        tmp_dir = f"{partial_dir}/chunk-tmp-{index:05d}"
-        fs.delete(tmp_dir)
-        try:
-            records_in = docs.count() if count_input else None
-            # The resources (e.g. a started service) serve every chunk; closed once all are done.
-            out, counts = write_outcomes(stage, docs, tmp_dir, resources, release=False)
-            return {"files": _move_chunk_files(fs, tmp_dir, partial_dir, index), "counts": counts,
-                    "records_in": records_in, "facts": out.facts}
-        finally:
-            fs.delete(tmp_dir)
+        records_in = docs.count() if count_input else None
+        # The resources (e.g. a started service) serve every chunk; closed once all are done.
+        out, counts = write_outcomes(stage, docs, tmp_dir, resources, release=False)
+        return {"counts": counts, "records_in": records_in, "facts": out.facts}
 
     try:
-        finished = _commit_chunks(stage, fs, chunks, partial_dir, run_chunk, echo)
+        finished = _commit_chunks(stage, fs, chunks, partial_dir, write_chunk, echo)
         resources.close()
         counts: Dict[str, Dict[str, int]] = {}
         for marker in finished.values():
@@ -398,18 +401,12 @@ def run_stage_after_chunks(stage: Stage, chunks: Sequence[Sequence[str]],
     stage.spark.sparkContext.setJobGroup(stage.name, f"corpusmill stage {stage.name}")
     results_schema = stage.chunk_step(docs).schema
 
-    def run_chunk(index: int, files: Sequence[str]) -> dict:
+    def write_chunk(files: Sequence[str], tmp_dir: str) -> dict:
         chunk = load_chunk(files)
-        tmp_dir = f"{partial_dir}/chunk-tmp-{index:05d}"
-        fs.delete(tmp_dir)
-        try:
-            (stage.chunk_step(chunk).write.option("compression", stage.cfg.io.parquet_compression)
-                .parquet(tmp_dir))
-            return {"files": _move_chunk_files(fs, tmp_dir, partial_dir, index), "records_in": chunk.count()}
-        finally:
-            fs.delete(tmp_dir)
+        stage.chunk_step(chunk).write.option("compression", stage.cfg.io.parquet_compression).parquet(tmp_dir)
+        return {"records_in": chunk.count()}
 
-    finished = _commit_chunks(stage, fs, chunks, partial_dir, run_chunk, echo)
+    finished = _commit_chunks(stage, fs, chunks, partial_dir, write_chunk, echo)
     saved = [f"{partial_dir}/{name}" for marker in finished.values() for name in marker["files"]]
     stage.chunk_results = (stage.spark.read.schema(results_schema).parquet(*saved) if saved
                            else stage.spark.createDataFrame([], results_schema))
