@@ -24,7 +24,8 @@ except ImportError:  # a clone without `pip install -e .`, run from its notebook
 
 from jobs import config, registry
 from jobs.fs import HadoopFS
-from jobs.report import drops_of, length_histogram, rejected_samples, score_histogram, scores_by_outcome
+from jobs.report import (DOCUMENT_STAGES, drops_of, length_histogram, rejected_samples, score_histogram,
+                         scores_by_outcome)
 from jobs.spark import get_session
 from jobs.stage import STATS
 
@@ -108,7 +109,7 @@ show(samples)
 
 # COMMAND ----------
 
-document_stages = [s for s in ("extract", "filter", "pii", "dedup", "decontam", "score") if s in stats]
+document_stages = [s for s in DOCUMENT_STAGES if s in stats]
 lengths = pd.DataFrame()
 if document_stages:
     lengths = text_bars(length_histogram(spark.read.parquet(f"{RUN_DIR}/{document_stages[-1]}/kept")))
