@@ -3,11 +3,13 @@ effect on real pages of both extraction development sets (tools/extraction_devse
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from conftest import shared
 from tools.extraction_devsets import load_readability, load_trafilatura_eval, score
+from udfs import boilerplate
 from udfs.boilerplate import (FEATURES, BlockModel, drop_boilerplate_lines, furniture_selector, is_boilerplate_line,
                                is_furniture_name, units_of)
 from udfs.html import BLOCK_MODEL_PATH, block_model, extract_main_text
@@ -67,6 +69,37 @@ def test_furniture_lines_are_dropped(line):
 ])
 def test_prose_is_kept(line):
     assert not is_boilerplate_line(line)
+
+
+@pytest.mark.parametrize("line, furniture", [
+    ("PRIVACY POLICY | TERMS OF USE", True),
+    ("Prıvacy polıcy", True),  # a dotless i, as case-insensitive matching reads it
+    ("İmpressum", True),
+    ("We use cookies", True),
+    ("WE USE COOKİES", True),
+    ("We use cookies\nto bake", False),  # the phrase rules never matched across a line break
+    ("MÄRZ 3, 2021", True),
+    ("ÜBER UNS", True),
+])
+def test_line_rules_ignore_case_as_the_regex_engine_does(line, furniture):
+    assert is_boilerplate_line(line) is furniture
+
+
+def test_case_folded_lines_match_as_case_insensitive_patterns_would():
+    """The line patterns are matched against ``_case_folded`` lines instead of with re.IGNORECASE: for
+    every character of Unicode and every letter the patterns use, both must agree."""
+    patterns = [boilerplate._BOILERPLATE, boilerplate._DATELINE, boilerplate._FURNITURE_PHRASES,
+                boilerplate._COOKIE, boilerplate._COOKIE_USE]
+    # letters outside escapes (\b, \d, \w ...)
+    letters = {c for p in patterns for c in re.sub(r"\\.", "", p.pattern) if c.isalpha()}
+    assert letters and all(letter == letter.lower() for letter in letters)
+    any_letter = re.compile("[" + "".join(sorted(letters)) + "]", re.I)
+    for code_point in range(0x110000):
+        char = chr(code_point)
+        folded = boilerplate._case_folded(char)
+        if any_letter.fullmatch(char) or folded in letters:
+            insensitive = {letter for letter in letters if re.fullmatch(re.escape(letter), char, re.I)}
+            assert insensitive == {folded} & letters, (hex(code_point), insensitive, folded)
 
 
 def test_drop_boilerplate_lines_keeps_prose_and_paragraph_breaks():
