@@ -29,7 +29,7 @@ def measure_tree(command, env=None, cwd=None) -> dict:
 
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peak, cpu = [0], {}
+    peak, cpu, role_of_pid = [0], {}, {}
     peak_by_role = dict.fromkeys(ROLES, 0)
 
     def sample():
@@ -43,7 +43,8 @@ def measure_tree(command, env=None, cwd=None) -> dict:
             for proc in tree:
                 try:
                     used = proc.memory_info().rss
-                    by_role[role_of(proc, process.pid)] += used
+                    role = role_of_pid[proc.pid] = role_of(proc, process.pid)  # a script may exec java
+                    by_role[role] += used
                     rss += used
                     times = proc.cpu_times()
                     cpu[proc.pid] = times.user + times.system
@@ -58,6 +59,10 @@ def measure_tree(command, env=None, cwd=None) -> dict:
     sampler.start()
     output, _ = process.communicate()
     sampler.join()
+    cpu_by_role = dict.fromkeys(ROLES, 0.0)
+    for pid, seconds in cpu.items():
+        cpu_by_role[role_of_pid[pid]] += seconds
     return {"wall_s": round(time.perf_counter() - started, 2), "peak_rss_mb": round(peak[0] / 2 ** 20),
             "peak_rss_mb_by_role": {role: round(used / 2 ** 20) for role, used in peak_by_role.items()},
-            "tree_cpu_s": round(sum(cpu.values()), 1), "returncode": process.returncode, "output": output}
+            "tree_cpu_s": round(sum(cpu.values()), 1),
+            "tree_cpu_s_by_role": {role: round(seconds, 1) for role, seconds in cpu_by_role.items()}, "returncode": process.returncode, "output": output}

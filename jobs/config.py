@@ -37,6 +37,8 @@ class SparkConfig:
         "spark.sql.shuffle.partitions": 8,
         # Python workers hold one Arrow batch at a time; keep batches small for large documents.
         "spark.sql.execution.arrow.maxRecordsPerBatch": 2000,
+        # Local mode: the client compiler only (see conf/local.yaml).
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
     })
 
     def validate(self, prefix: str) -> None:

@@ -56,6 +56,7 @@ def spark():
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
     }))
     yield session
     session.stop()
