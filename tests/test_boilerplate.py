@@ -102,6 +102,13 @@ def test_case_folded_lines_match_as_case_insensitive_patterns_would():
             assert insensitive == {folded} & letters, (hex(code_point), insensitive, folded)
 
 
+@pytest.mark.parametrize("name", ["header-ad", "adverts", "mainauthorbox", "au", "comment", "com", "x", ""])
+def test_the_trie_finds_a_word_where_the_plain_alternation_does(name):
+    words = {"ad", "ads", "advert", "author", "authorbox", "comment", "comments"}
+    trie = re.compile(boilerplate._trie_pattern(words))
+    assert bool(trie.search(name)) is bool(re.search("|".join(words), name))
+
+
 def test_drop_boilerplate_lines_keeps_prose_and_paragraph_breaks():
     text = "Share this\nFirst paragraph of the story.\n\nRelated Articles\nSecond paragraph.\n© 2024 Example"
     assert drop_boilerplate_lines(text) == "First paragraph of the story.\n\nSecond paragraph."
