@@ -27,7 +27,7 @@ CONTENTS = ("jobs", "udfs", "scoring_service", "loader", "conf")
 DEFAULT_ZIP = ROOT / "dist" / "corpusmill-jobs.zip"
 # Build leftovers that executors never read.
 EXCLUDED_PARTS = {"__pycache__", ".pytest_cache"}
-EXCLUDED_SUFFIXES = {".pyc", ".pyo"}
+EXCLUDED_SUFFIXES = {".pyc", ".pyo", ".c"}  # .c: what Cython generated for the compiled modules
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)
 
 
