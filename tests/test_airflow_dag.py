@@ -9,6 +9,7 @@ or point ``CORPUSMILL_AIRFLOW_VENV`` at one. Without it these tests skip.
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -37,6 +38,15 @@ print(json.dumps({{"errors": {{k: str(v) for k, v in bag.import_errors.items()}}
                    "retries": [t.retries for t in dag.tasks] if dag else [],
                    "params": sorted(dag.params.keys()) if dag else []}}))
 """
+
+
+def test_the_dag_lists_the_stages_in_pipeline_order():
+    """The DAG file's own copy of the stage order (it is parsed without corpusmill) matches the registry;
+    no Airflow needed."""
+    tree = ast.parse((ROOT / "dags" / "corpusmill_dag.py").read_text())
+    [order] = [node.value for node in tree.body if isinstance(node, ast.Assign)
+               and any(getattr(t, "id", None) == "STAGE_ORDER" for t in node.targets)]
+    assert ast.literal_eval(order) == registry.STAGE_ORDER
 
 
 @pytest.fixture(scope="module")
