@@ -10,9 +10,9 @@
    ``<article>`` or a run of paragraphs. The test runs inside resiliparse as one CSS selector
    (``skip_elements``), built from the names found in the page source.
 2. **Blocks** (after extraction, ``BlockModel``): each paragraph, heading or line is kept or
-   dropped by a small logistic model on its link density, length, punctuation and place among the
-   page's long paragraphs, plus two context rules (headings before kept text, near-misses between
-   kept units).
+   dropped by a small logistic model on its link density, length, punctuation, whether it is a
+   heading and its place among the page's long paragraphs; a near-miss between two kept units is
+   kept too.
 3. **Lines** (after extraction): short lines that are stock phrases of page furniture in the
    languages of the crawl — "Related articles", "Share this", "Mehr zum Thema", "Lire aussi",
    bare datelines, "Foto: …" credits, "© 2020 …". A long line is prose even when it mentions cookies.
@@ -294,9 +294,12 @@ _UNIT = re.compile(r"<(p|h[1-6]|pre)>(.*?)</\1>|[^\n]+", re.S)
 _LINK_TEXT = re.compile(r"<a\b[^>]*>(.*?)(?:</a>|$)", re.S)
 _TAG = re.compile(r"<[^>]*>")
 _BR = re.compile(r"<br>\n?")
-_SENTENCE_END = re.compile(r"""[.!?。！？…:;"'”»)]\s*$""")
-_PUNCTUATION = re.compile(r"[.,;:!?。，、；：！？]")
-_DIGIT = re.compile(r"\d")
+# Units are stripped: a sentence ends in their last character.
+_SENTENCE_END_CHARS = frozenset(""".!?。！？…:;"'”»)""")
+# Punctuation (1) and digits (2) by code point (the Basic Multilingual Plane), counted for a page at once.
+_CHAR_CLASS = np.zeros(0x10000, dtype=np.uint8)
+_CHAR_CLASS[[ord(c) for c in ".,;:!?。，、；：！？"]] = 1
+_CHAR_CLASS[[ord(c) for c in "0123456789０１２３４５６７８９"]] = 2
 # A long paragraph with few links anchors the main content; distances are counted from these.
 ANCHOR_CHARS = 200
 
@@ -334,28 +337,35 @@ def units_of(minimal_html: str) -> list:
 
 FEATURES = (
     "bias", "log_chars", "log_words", "link_density", "mostly_links", "sentence_end", "punctuation_per_word",
-    "digit_share", "furniture_line", "prev_log_chars", "prev_link_density", "next_log_chars", "next_link_density",
-    "window_log_chars", "chars_share", "page_log_chars", "before_first_anchor", "after_last_anchor",
-    "log_anchor_distance", "is_anchor",
+    "digit_share", "furniture_line", "is_heading", "prev_log_chars", "prev_link_density", "next_log_chars",
+    "next_link_density", "window_log_chars", "chars_share", "page_log_chars", "page_log_units", "anchor_share",
+    "before_first_anchor", "after_last_anchor", "log_anchor_distance", "is_anchor",
 )
 
 
 def unit_features(units: list) -> np.ndarray:
     """One feature vector (a row, ordered as ``FEATURES``) per unit.
 
-    The element a unit came from (heading, paragraph, list line) is left out: the two development
-    sets disagree on it (Readability drops the title, trafilatura's snippets keep it), and a model
-    that learns either convention does worse on the other set. So is the unit's position on the page:
-    it would penalise the second half of long documents.
+    Whether a unit is a heading is a feature, and the only trace of its element: the model learns
+    what a heading needs around it, which a fixed rule ("keep headings before kept text") got wrong
+    for the headings of related-article lists. The other elements (paragraph, list line) are left
+    out, as is the unit's position on the page (it would penalise the second half of long documents).
     """
     n = len(units)
     if not n:
         return np.zeros((0, len(FEATURES)))
-    # Per-unit text tests stay in Python; the rest is whole-column arithmetic.
+    # Per-unit tests in one pass; punctuation and digits counted once over the page's text (the
+    # units joined by newlines); the rest is whole-column arithmetic.
     text_tests = np.array([
-        (u.chars, u.link_chars, u.words, bool(_SENTENCE_END.search(u.text)), len(_PUNCTUATION.findall(u.text)),
-         len(_DIGIT.findall(u.text)), is_boilerplate_line(u.text)) for u in units], dtype=float)
+        (u.chars, u.link_chars, u.words, u.text[-1] in _SENTENCE_END_CHARS, is_boilerplate_line(u.text),
+         u.kind[0] == "h") for u in units], dtype=float)
     chars, link_chars, words = text_tests[:, 0], text_tests[:, 1], text_tests[:, 2]
+    page_text = "\n".join([u.text for u in units])
+    starts = np.concatenate([[0], np.cumsum(chars[:-1] + 1)]).astype(np.int64)
+    codes = np.frombuffer(page_text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    char_class = _CHAR_CLASS[np.minimum(codes, 0xFFFF)]
+    punctuation = np.add.reduceat(char_class == 1, starts)
+    digits = np.add.reduceat(char_class == 2, starts)
     total = chars.sum()
     density = link_chars / chars
     log_chars = np.log1p(chars)
@@ -373,18 +383,18 @@ def unit_features(units: list) -> np.ndarray:
     window = sum(padded[k:k + n] for k in range(5))
     columns = [
         np.ones(n), log_chars, np.log1p(words), density, density > 0.8, text_tests[:, 3],
-        np.minimum(text_tests[:, 4] / words, 2.0), text_tests[:, 5] / chars, text_tests[:, 6],
+        np.minimum(punctuation / words, 2.0), digits / chars, text_tests[:, 4], text_tests[:, 5],
         np.concatenate([[0.0], log_chars[:-1]]), np.concatenate([[1.0], density[:-1]]),
         np.concatenate([log_chars[1:], [0.0]]), np.concatenate([density[1:], [1.0]]),
-        np.log1p(window), chars / total, np.full(n, math.log1p(total)), index < first, index > last,
-        np.log1p(distance), distance == 0,
+        np.log1p(window), chars / total, np.full(n, math.log1p(total)), np.full(n, math.log1p(n)),
+        np.full(n, len(anchors) / n), index < first, index > last, np.log1p(distance), distance == 0,
     ]
     return np.column_stack(columns).astype(float)
 
 
 class BlockModel:
     """Logistic weights over ``FEATURES`` (standardisation folded in), the keep threshold, and the
-    margin below it within which a unit is kept for its context."""
+    margin below it within which a unit between two kept ones is kept too."""
 
     def __init__(self, weights: list, threshold: float, context_margin: float = 0.0):
         if len(weights) != len(FEATURES):
@@ -409,18 +419,12 @@ class BlockModel:
         return self.decide(units, self.scores(units))
 
     def decide(self, units: list, scores: list) -> list:
-        """Keep units scoring over the threshold, and two kinds that the model judges alone badly:
-        a heading followed by kept text (section titles are short and unpunctuated like furniture),
-        and a near-miss between two kept units (list items and captions inside the article)."""
+        """Keep units scoring over the threshold, and near-misses between two kept units (list items,
+        captions and subheadings inside the article, which the model judges alone badly)."""
         cut = self.threshold_logit
         keep = [score >= cut for score in scores]
-        n = len(units)
-        for i in range(n - 2, -1, -1):
-            unit = units[i]
-            if not keep[i] and keep[i + 1] and unit.kind[0] == "h" and unit.link_chars < unit.chars / 2:
-                keep[i] = True
         near = cut - self.context_margin
-        for i in range(1, n - 1):
+        for i in range(1, len(units) - 1):
             if not keep[i] and keep[i - 1] and keep[i + 1] and scores[i] >= near:
                 keep[i] = True
         return keep
