@@ -69,12 +69,11 @@ def get_session(cfg: SparkConfig) -> SparkSession:
         return active
     settings = {**BASE_CONF, **{k: str(v) for k, v in cfg.conf.items()}}
     builder = SparkSession.builder.appName(cfg.app_name)
-    # Under spark-submit the master comes from the command line; don't override it. spark-submit starts
-    # the JVM first and hands Python its gateway (PYSPARK_GATEWAY_PORT); before that JVM is reached,
-    # SparkConf() here is an empty Python-side dict and cannot tell.
+    # Under spark-submit the JVM is already started, with the master from the command line: don't
+    # override it. spark-submit hands Python its gateway (PYSPARK_GATEWAY_PORT); before that JVM is
+    # reached, SparkConf() here is an empty Python-side dict and cannot tell. Otherwise the context
+    # started here takes the config's master unless spark.conf names one.
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
-    if not submitted and not SparkConf().contains("spark.master"):
-        builder = builder.master(cfg.master)
     try:
         if not submitted and SparkContext._active_spark_context is None:
             java_options = settings.get("spark.driver.extraJavaOptions", "")
