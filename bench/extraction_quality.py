@@ -8,9 +8,11 @@ differently: trafilatura's evaluation pages with snippets that must / must not a
 Readability's test pages with the article it keeps. A change to the extractor counts when it helps
 on both (tune on one, read the other).
 
-Speed is pages per CPU-second of this process. ``--misses NAME`` prints the snippets that
-extractor got wrong (trafilatura-eval); ``--regressions NAME`` lists the pages where NAME's F1 is at
-least 0.2 below resiliparse's main-content mode alone.
+Speed is pages per CPU-second of this process. For the default, the whole-page fallback rate is
+the share of pages whose main content kept was near-empty, so that the block pass judged the whole
+page instead. ``--misses NAME`` prints the snippets that extractor got wrong (trafilatura-eval);
+``--regressions NAME`` lists the pages where NAME's F1 is at least 0.2 below resiliparse's
+main-content mode alone.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tools.extraction_devsets import LOADERS, SETS, f1, page_scores, score  # noqa: E402
-from udfs.html import extract_main_text  # noqa: E402
+from udfs.html import extract_main_text, kept_units  # noqa: E402
 from udfs.text import normalize_text  # noqa: E402
 
 
@@ -111,6 +113,9 @@ def main() -> None:
             m = score(pages, texts)
             print(f"{name:<22}{m['precision']:>7.3f}{m['recall']:>7.3f}{m['f1']:>7.3f}{rate:>13.0f}"
                   f"{1000 / rate:>9.2f}", flush=True)
+            if name == "corpusmill":
+                fallbacks = sum(kept_units(page["html"])[1] for page in pages)
+                print(f"{'':<4}whole-page fallback on {fallbacks} pages ({fallbacks / len(pages):.1%})")
             if name == args.misses:
                 print_misses(pages, texts)
         if args.regressions:

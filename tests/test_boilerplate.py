@@ -13,7 +13,7 @@ from tools.extraction_devsets import load_readability, load_trafilatura_eval, sc
 from udfs import boilerplate
 from udfs.boilerplate import (FEATURES, BlockModel, drop_boilerplate_lines, furniture_selector, is_boilerplate_line,
                                is_furniture_name, unit_features, units_of)
-from udfs.html import BLOCK_MODEL_PATH, block_model, extract_main_text
+from udfs.html import BLOCK_MODEL_PATH, block_model, extract_main_text, kept_units
 from udfs.text import normalize_text
 
 
@@ -287,3 +287,26 @@ def test_shipped_block_model_matches_the_features(tmp_path):
     (tmp_path / "stale.json").write_text(json.dumps(stale), encoding="utf-8")
     with pytest.raises(ValueError, match="retrain"):
         BlockModel.load(tmp_path / "stale.json")
+
+
+MENU = "<nav><ul>" + "".join(f'<li><a href="/s{i}">Section {i}</a></li>' for i in range(8)) + "</ul></nav>"
+
+
+def test_an_article_resiliparse_misses_comes_back_from_the_whole_page():
+    """resiliparse's main-content mode drops a "banner" wrapper (the element pass does not): nothing
+    of the article is kept, so the block pass judges the whole page's units, and the footer stays out."""
+    html = (f'<html><body>{MENU}<div class="banner">{ARTICLE}</div>'
+            '<div class="foot"><p>All rights reserved.</p></div></body></html>')
+    plain = normalize_text(extract_main_text(html, boilerplate_filter=False))
+    text = normalize_text(extract_main_text(html))
+    assert "moorings" not in plain and kept_units(html)[1]
+    assert "fishing quotas" in text and "moorings" in text and "All rights reserved" not in text
+
+
+def test_a_sidebar_stays_out_where_the_main_content_is_kept():
+    """Enough main content kept: the whole page is not consulted, and resiliparse's sidebar cut stands."""
+    sidebar = "".join(f"<p>{SENTENCE.format('the lighthouse tours')}</p>" for _ in range(2))
+    html = f'<html><body>{MENU}<div class="post">{ARTICLE}</div><aside>{sidebar}</aside></body></html>'
+    text = normalize_text(extract_main_text(html))
+    assert not kept_units(html)[1]
+    assert "moorings" in text and "lighthouse" not in text

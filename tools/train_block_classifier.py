@@ -4,7 +4,9 @@ two extraction development sets, with cross-set validation.
     python tools/train_block_classifier.py [--out udfs/models/block_classifier.json]
 
 Every page goes through the extract stage's own path up to the block pass (``main_content_units``),
-so the model sees the units it will judge. A unit's label comes from the set's gold:
+so the model sees the units it will judge; it learns from those. Scores are of the stage's whole
+path: where the model keeps under ``MIN_MAIN_TEXT_CHARS`` of them it judges the page's
+``whole_page_units`` instead. A unit's label comes from the set's gold:
 
 - readability-tests: content when most of its word 4-grams (or, if shorter, its whole word
   sequence) are in the article Readability keeps; weighted by its share of the page's words, so each
@@ -33,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from tools.extraction_devsets import LOADERS, SETS, score, shingles, tokens_of  # noqa: E402
 from udfs.boilerplate import FEATURES, BlockModel, drop_boilerplate_lines, unit_features  # noqa: E402
-from udfs.html import BLOCK_MODEL_PATH, join_units, main_content_units  # noqa: E402
+from udfs.html import (BLOCK_MODEL_PATH, MIN_MAIN_TEXT_CHARS, join_units, main_content_units,  # noqa: E402
+                        whole_page_units)
 from udfs.text import normalize_text  # noqa: E402
 
 L2 = 1e-3
@@ -61,7 +64,7 @@ def unit_label(page: dict, text: str):
 def prepare(set_name: str) -> Dict[str, list]:
     """Units, features, labels and weights of every page of one set."""
     pages = LOADERS[set_name]()
-    data = {"pages": pages, "units": [], "vectors": [], "X": [], "y": [], "w": [], "page_of": []}
+    data = {"pages": pages, "units": [], "vectors": [], "whole_page": [], "X": [], "y": [], "w": [], "page_of": []}
     for index, page in enumerate(pages):
         if "gold" in page:
             page["gold_string"] = f" {' '.join(page['gold_tokens'])} "
@@ -69,6 +72,8 @@ def prepare(set_name: str) -> Dict[str, list]:
         vectors = unit_features(units)
         data["units"].append(units)
         data["vectors"].append(vectors)
+        whole_page = whole_page_units(page["html"])
+        data["whole_page"].append((whole_page, unit_features(whole_page)))
         words = [len(tokens_of(u.text)) for u in units]
         total_words = sum(words) or 1
         for unit, vector, n in zip(units, vectors, words):
@@ -106,10 +111,15 @@ def fit(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> List[float]:
 def texts(data: dict, model: BlockModel) -> List[str]:
     """What ``extract_main_text`` returns with this model (the features computed once per page)."""
     weights = np.array(model.weights)
+
+    def kept(units, vectors):
+        return [u for u, keep in zip(units, model.decide(units, list(vectors @ weights))) if keep]
     out = []
-    for units, vectors in zip(data["units"], data["vectors"]):
-        kept = [u for u, keep in zip(units, model.decide(units, list(vectors @ weights))) if keep]
-        out.append(normalize_text(drop_boilerplate_lines(join_units(kept))))
+    for units, vectors, whole_page in zip(data["units"], data["vectors"], data["whole_page"]):
+        main = kept(units, vectors)
+        if sum(u.chars for u in main) < MIN_MAIN_TEXT_CHARS:
+            main = kept(*whole_page)
+        out.append(normalize_text(drop_boilerplate_lines(join_units(main))))
     return out
 
 
