@@ -9,10 +9,10 @@ Readability's test pages with the article it keeps. A change to the extractor co
 on both (tune on one, read the other).
 
 Speed is pages per CPU-second of this process. For the default, the whole-page fallback rate is
-the share of pages whose main content kept was near-empty, so that the block pass judged the whole
-page instead. ``--misses NAME`` prints the snippets that extractor got wrong (trafilatura-eval);
-``--regressions NAME`` lists the pages where NAME's F1 is at least 0.2 below resiliparse's
-main-content mode alone.
+the share of pages whose near-empty main content was replaced by the block pass's verdict on the
+whole page (``udfs.html.main_or_whole_page``). ``--misses NAME`` prints the snippets that
+extractor got wrong (trafilatura-eval); ``--regressions NAME`` lists the pages where NAME's F1 is at
+least 0.2 below resiliparse's main-content mode alone.
 """
 from __future__ import annotations
 
@@ -115,7 +115,8 @@ def main() -> None:
                   f"{1000 / rate:>9.2f}", flush=True)
             if name == "corpusmill":
                 fallbacks = sum(kept_units(page["html"])[1] for page in pages)
-                print(f"{'':<4}whole-page fallback on {fallbacks} pages ({fallbacks / len(pages):.1%})")
+                print(f"{'':<4}whole page taken for the main content on {fallbacks} pages"
+                      f" ({fallbacks / len(pages):.1%})")
             if name == args.misses:
                 print_misses(pages, texts)
         if args.regressions:

@@ -310,3 +310,11 @@ def test_a_sidebar_stays_out_where_the_main_content_is_kept():
     text = normalize_text(extract_main_text(html))
     assert not kept_units(html)[1]
     assert "moorings" in text and "lighthouse" not in text
+
+
+def test_a_short_post_is_not_traded_for_the_whole_page():
+    """Under 200 characters kept, but the whole page adds no more than a menu line: the post stays alone."""
+    html = (f'<html><body>{MENU}<div class="post"><p>Closed for the holidays until 5 January.</p></div>'
+            '<div class="foot"><p>All rights reserved.</p></div></body></html>')
+    units, whole_page = kept_units(html)
+    assert not whole_page and normalize_text(extract_main_text(html)) == "Closed for the holidays until 5 January."

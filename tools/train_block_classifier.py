@@ -5,8 +5,9 @@ two extraction development sets, with cross-set validation.
 
 Every page goes through the extract stage's own path up to the block pass (``main_content_units``),
 so the model sees the units it will judge; it learns from those. Scores are of the stage's whole
-path: where the model keeps under ``MIN_MAIN_TEXT_CHARS`` of them it judges the page's
-``whole_page_units`` instead. A unit's label comes from the set's gold:
+path, ``kept_units``: where the main content kept is near-empty, the whole page's units
+(``whole_page_units``) may replace it (``main_or_whole_page``). A unit's label comes from the set's
+gold:
 
 - readability-tests: content when most of its word 4-grams (or, if shorter, its whole word
   sequence) are in the article Readability keeps; weighted by its share of the page's words, so each
@@ -35,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from tools.extraction_devsets import LOADERS, SETS, score, shingles, tokens_of  # noqa: E402
 from udfs.boilerplate import FEATURES, BlockModel, drop_boilerplate_lines, unit_features  # noqa: E402
-from udfs.html import (BLOCK_MODEL_PATH, MIN_MAIN_TEXT_CHARS, join_units, main_content_units,  # noqa: E402
+from udfs.html import (BLOCK_MODEL_PATH, join_units, main_content_units, main_or_whole_page,  # noqa: E402
                         whole_page_units)
 from udfs.text import normalize_text  # noqa: E402
 
@@ -116,10 +117,8 @@ def texts(data: dict, model: BlockModel) -> List[str]:
         return [u for u, keep in zip(units, model.decide(units, list(vectors @ weights))) if keep]
     out = []
     for units, vectors, whole_page in zip(data["units"], data["vectors"], data["whole_page"]):
-        main = kept(units, vectors)
-        if sum(u.chars for u in main) < MIN_MAIN_TEXT_CHARS:
-            main = kept(*whole_page)
-        out.append(normalize_text(drop_boilerplate_lines(join_units(main))))
+        chosen, _ = main_or_whole_page(kept(units, vectors), lambda: kept(*whole_page))
+        out.append(normalize_text(drop_boilerplate_lines(join_units(chosen))))
     return out
 
 

@@ -5,7 +5,7 @@ import codecs
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import detect_encoding
@@ -80,10 +80,11 @@ _MAIN_CONTENT_HTML = dict(_MAIN_CONTENT, preserve_formatting="minimal_html", lin
 _WHOLE_PAGE_HTML = dict(_MAIN_CONTENT_HTML, main_content=False)
 # The element pass is undone where it removed more than this share of the main content's text.
 MAX_FURNITURE_SHARE = 0.5
-# Fewer characters kept than this: resiliparse's main-content mode took a teaser, a caption or
-# nothing and missed the article (2-5% of the development pages, some of them whole news articles),
-# so the whole page's units go through the block pass instead. F1 on both development sets is flat
-# from 100 to 300 characters.
+# Fewer characters kept than this: resiliparse's main-content mode may have taken a teaser, a
+# caption or nothing and missed the article (2-5% of the development pages, some of them whole news
+# articles), so the whole page's units go through the block pass too; their verdict replaces the
+# main content's where it keeps at least this many characters more (a short post stays as it is
+# rather than gain a menu line). F1 on both development sets is flat from 100 to 300 characters.
 MIN_MAIN_TEXT_CHARS = 200
 BLOCK_MODEL_PATH = Path(__file__).resolve().parent / "models" / "block_classifier.json"
 
@@ -125,16 +126,25 @@ def whole_page_units(html: str, page: Optional[ParsedPage] = None) -> List[Unit]
 
 
 def kept_units(html: str) -> Tuple[List[Unit], bool]:
-    """The units the block pass keeps, and whether they come from the whole page: where it keeps
-    under ``MIN_MAIN_TEXT_CHARS`` of the main content, it judges the whole page's units instead."""
+    """The units the block pass keeps, and whether they come from the whole page."""
     model = block_model()
     page = parse_page(html)
-    units = main_content_units(html, page)
-    kept = [unit for unit, keep in zip(units, model.keeps(units)) if keep]
-    if sum(unit.chars for unit in kept) >= MIN_MAIN_TEXT_CHARS:
+
+    def kept(units: List[Unit]) -> List[Unit]:
+        return [unit for unit, keep in zip(units, model.keeps(units)) if keep]
+    return main_or_whole_page(kept(main_content_units(html, page)), lambda: kept(whole_page_units(html, page)))
+
+
+def main_or_whole_page(kept: List[Unit], whole_page_kept: Callable[[], List[Unit]]) -> Tuple[List[Unit], bool]:
+    """The main content's kept units, or, where those hold under ``MIN_MAIN_TEXT_CHARS``, the whole
+    page's (judged only then) if they hold at least ``MIN_MAIN_TEXT_CHARS`` more; and which it was."""
+    kept_chars = sum(unit.chars for unit in kept)
+    if kept_chars >= MIN_MAIN_TEXT_CHARS:
         return kept, False
-    units = whole_page_units(html, page)
-    return [unit for unit, keep in zip(units, model.keeps(units)) if keep], True
+    whole_page = whole_page_kept()
+    if sum(unit.chars for unit in whole_page) >= kept_chars + MIN_MAIN_TEXT_CHARS:
+        return whole_page, True
+    return kept, False
 
 
 def join_units(units: List[Unit]) -> str:
