@@ -3,7 +3,8 @@
     python bench/e2e_bench.py [--input FOLDER] [--cores 2] [--skip-datatrove] [--skip-full] [--before RUN]
     python bench/e2e_bench.py --compare BEFORE_RUN AFTER_RUN
 
-Measured, each as one whole process (wall time; peak RSS and CPU of the process tree sampled every 0.2 s):
+Measured, each as one whole process (wall time; peak RSS and CPU of the process tree sampled every 0.2 s,
+also per process role: driver, JVM, Python workers):
 1. corpusmill ``--stages extract,filter``: WARC → filtered documents (the goal figure).
 2. corpusmill, every stage: WARC → MindRecord; per-stage wall time and docs/s from ``_stats.json``.
 3. datatrove 0.10.1 with FineWeb's settings on the same files and the same number of cores, in two
@@ -300,6 +301,9 @@ def print_comparison(result: dict) -> None:
 def print_row(name: str, result: dict, pages: int) -> None:
     print(f"{name:<46} {result['wall_s']:>8.1f} {pages / result['wall_s']:>9.1f} {result['peak_rss_mb']:>8} "
           f"{result['tree_cpu_s']:>8.1f} {result['tree_cpu_s'] * 1000 / pages:>8.2f}")
+    by_role = {role: cpu for role, cpu in result.get("tree_cpu_s_by_role", {}).items() if cpu}
+    if len(by_role) > 1:
+        print(f"{'':<4}CPU ms/page by process: " + ", ".join(f"{role} {cpu * 1000 / pages:.2f}" for role, cpu in by_role.items()))
 
 
 def main() -> None:

@@ -6,8 +6,10 @@ Reads the first ``--pages`` HTML responses of the first file of the e2e benchmar
 ``bench/e2e_bench.py``) and times every step of the per-record path with ``time.process_time``,
 each over all pages before the next (so caches are warm as in a long Spark task): WARC reading
 (udfs/warc.py's FastWARC pass with its checks, up to the raw payload; the bounded warcio pass it
-falls back to is timed too, for comparison, and left out of the sum), decoding, HTML parsing, the boilerplate selector, resiliparse extraction, the line filter,
-normalisation; then the filter on the extracted texts: its set-up (once per worker, once per task,
+falls back to is timed too, for comparison, and left out of the sum), decoding, HTML parsing, the
+boilerplate selector, resiliparse's main-content extraction with the element pass and its undo
+check, the block pass with the whole-page fallback (each less the steps before it, which it repeats),
+the line pass, normalisation; then the filter on the extracted texts: its set-up (once per worker, once per task,
 in ms), fastText LID, the quality signals (and their Python reference, for comparison, not summed),
 n-gram perplexity, and ``DocumentFilter.apply`` as a whole. Prints milliseconds of CPU per page; the Spark
 stages add Arrow conversion, Parquet I/O and the JVM on top (``bench/e2e_bench.py`` measures those
@@ -39,13 +41,12 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=2000)
     args = parser.parse_args()
 
-    from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
 
     from jobs.config import load
     from udfs.boilerplate import drop_boilerplate_lines, furniture_selector
     from udfs.filter import DocumentFilter
-    from udfs.html import _MAIN_CONTENT, charset_from_content_type, decode_html
+    from udfs.html import charset_from_content_type, decode_html, join_units, kept_units, main_content_units
     from udfs.quality import compute_signals, compute_signals_reference
     from udfs.text import normalize_text
     from udfs.warc import ExtractConfig, WarcDocumentReader, read_payload
@@ -72,12 +73,14 @@ def main() -> None:
     payloads = read_pass("_fastwarc_pass", "warc: FastWARC pass + checks, to the raw payload")
     decoded = timed("decode charset", lambda p: decode_html(p[1], charset_from_content_type(p[0]))[0], payloads, ms)
     htmls = [h for h in decoded if h]
-    trees = timed("html: resiliparse parse", HTMLTree.parse, htmls, ms)
-    selectors = timed("html: boilerplate selector (udfs/boilerplate.py)", furniture_selector, htmls, ms)
-    texts = timed("html: resiliparse main content with selector",
-                  lambda pair: extract_plain_text(pair[0], skip_elements=[pair[1]], **_MAIN_CONTENT),
-                  list(zip(trees, selectors)), ms)
-    texts = timed("html: boilerplate line filter", drop_boilerplate_lines, texts, ms)
+    timed("html: resiliparse parse", HTMLTree.parse, htmls, ms)
+    timed("html: boilerplate selector (udfs/boilerplate.py)", furniture_selector, htmls, ms)
+    page_set_up = ms["html: resiliparse parse"] + ms["html: boilerplate selector (udfs/boilerplate.py)"]
+    timed("html: main content, element pass, undo check", main_content_units, htmls, ms)
+    ms["html: main content, element pass, undo check"] -= page_set_up
+    kept = timed("html: block pass, whole-page fallback", lambda html: kept_units(html)[0], htmls, ms)
+    ms["html: block pass, whole-page fallback"] -= page_set_up + ms["html: main content, element pass, undo check"]
+    texts = timed("html: line pass", lambda units: drop_boilerplate_lines(join_units(units)), kept, ms)
     texts = [t for t in timed("normalise text", normalize_text, texts, ms) if t]
 
     # Set-up a Python worker pays once (models, the signals' character table), then each task's.
