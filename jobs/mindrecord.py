@@ -31,6 +31,7 @@ import json
 import os
 import tempfile
 from contextlib import ExitStack
+from functools import cached_property
 from typing import Dict, Iterator, List, Optional
 
 import numpy as np
@@ -116,8 +117,10 @@ class MindRecordStage(Stage):
     def s3_options(self) -> dict:
         return s3_options_from_hadoop(self.spark.sparkContext._jsc.hadoopConfiguration().get)
 
+    @cached_property
     def earlier_stages(self) -> List[dict]:
-        """The stages of earlier runs this run's manifest lists (``mindrecord.earlier``), each finished."""
+        """The stages of earlier runs this run's manifest lists (``mindrecord.earlier``), each finished;
+        read once, so the fingerprint and the manifest written describe the same shards."""
         stages = []
         for uri in self.settings.earlier:
             if not is_remote(uri):  # the manifest is read from elsewhere: absolute local paths
@@ -130,7 +133,7 @@ class MindRecordStage(Stage):
 
     def artifact_fingerprint(self) -> str:
         """The earlier stages' shards are part of this stage's output (its manifest)."""
-        earlier = self.earlier_stages()
+        earlier = self.earlier_stages
         return hashlib.sha256(json.dumps(earlier, sort_keys=True).encode()).hexdigest()[:16] if earlier else ""
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
@@ -164,7 +167,7 @@ class MindRecordStage(Stage):
         return Transformed(rows, self.shard_facts("documents", None, DOCUMENT_SCHEMA))
 
     def shard_facts(self, mode: str, seq_len: Optional[int], schema: dict) -> dict:
-        earlier = self.earlier_stages()
+        earlier = self.earlier_stages
         check_compatible(earlier, mode, seq_len)  # before any shard is written
         return {"schema": schema, "mode": mode, "seq_len": seq_len, "earlier": earlier}
 
