@@ -65,4 +65,5 @@ def measure_tree(command, env=None, cwd=None) -> dict:
     return {"wall_s": round(time.perf_counter() - started, 2), "peak_rss_mb": round(peak[0] / 2 ** 20),
             "peak_rss_mb_by_role": {role: round(used / 2 ** 20) for role, used in peak_by_role.items()},
             "tree_cpu_s": round(sum(cpu.values()), 1),
-            "tree_cpu_s_by_role": {role: round(seconds, 1) for role, seconds in cpu_by_role.items()}, "returncode": process.returncode, "output": output}
+            "tree_cpu_s_by_role": {role: round(seconds, 1) for role, seconds in cpu_by_role.items()},
+            "returncode": process.returncode, "output": output}
