@@ -15,8 +15,8 @@ from conftest import shared
 from jobs.perplexity import with_perplexity, with_ppl_bucket
 from tools.ngram_lm_train import estimate, main, paragraphs_of_file
 from udfs.config import ConfigError, build
-from udfs.ngram_lm import (BOS, EOS, UNK, KenLMModel, NgramModel, read_arpa, tokenize, tokenize_all, tokenize_lines,
-                           tokenize_reference, write_arpa)
+from udfs.ngram_lm import (BOS, EOS, UNK, KenLMModel, NgramModel, load_model, read_arpa, tokenize, tokenize_all,
+                           tokenize_lines, tokenize_reference, write_arpa)
 from udfs.perplexity import MODELS_DIR, SHIPPED, PerplexityConfig, PerplexityScorer, scored_part
 
 # ---------------------------------------------------------------- estimation and the ARPA format
@@ -248,6 +248,11 @@ def test_languages_without_a_model_and_empty_texts_get_null(scorer):
     texts = ["La Déclaration universelle des droits de l'homme a été adoptée à Paris.", ZH_SPAM[3],
              "Some text.", "Some text.", "", " \n \t\n", None]
     assert scorer.score(texts, ["fr", "zh", None, "und", "en", "en", "en"]) == [None] * 7
+
+
+def test_auto_is_the_built_in_reader_whether_or_not_kenlm_is_installed(zh_model):
+    """The compiled tables score several times KenLM's tokens per second; KenLM only when asked."""
+    assert type(load_model(str(zh_model), "auto")) is NgramModel
 
 
 def test_kenlm_reads_the_models_as_the_numpy_reader_does(zh_model):
