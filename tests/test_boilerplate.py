@@ -13,7 +13,7 @@ from tools.extraction_devsets import load_readability, load_trafilatura_eval, sc
 from udfs import boilerplate
 from udfs.boilerplate import (FEATURES, BlockModel, drop_boilerplate_lines, furniture_selector, is_boilerplate_line,
                                is_furniture_name, unit_features, units_of)
-from udfs.html import BLOCK_MODEL_PATH, block_model, extract_main_text, kept_units
+from udfs.html import BLOCK_MODEL_PATH, UNDO_CHECK_CHARS, block_model, extract_main_text, kept_units
 from udfs.text import normalize_text
 
 
@@ -204,6 +204,20 @@ def test_element_pass_is_undone_where_it_would_take_most_of_the_article():
     html = f'<html><body><div>{standfirst}</div><div class="post-share-area">{paragraphs}</div></body></html>'
     text = normalize_text(extract_main_text(html))
     assert "item 5" in text and all(topic in text for topic in topics)
+
+
+def test_element_pass_stays_where_it_left_a_whole_article():
+    """A long article above a longer comment thread: the thread goes, though it is most of the text
+    (the undo check runs only where the pass left under ``UNDO_CHECK_CHARS``)."""
+    topics = ("fishing quotas", "ferry fares", "dredging", "the lighthouse", "moorings", "tourism", "the quay",
+              "parking", "the marina", "the fish market", "the ferry terminal", "harbour fees", "the breakwater",
+              "the slipway", "the boatyard", "the pier", "storm damage", "the tide gauge", "the coastguard", "wharfs")
+    article = "".join(f"<p>{SENTENCE.format(topic)}</p>" for topic in topics)
+    comments = "".join(f'<div><p>{SENTENCE.format(f"reply {i}")}</p></div>' for i in range(40))
+    html = f'<html><body><div class="story">{article}</div><div class="reader-replies">{comments}</div></body></html>'
+    assert sum(len(SENTENCE.format(topic)) for topic in topics) > UNDO_CHECK_CHARS
+    text = normalize_text(extract_main_text(html))
+    assert all(topic in text for topic in topics) and "reply" not in text
 
 
 def test_element_pass_stays_where_the_furniture_is_a_small_part():
