@@ -50,6 +50,8 @@ setup(
     # The quality signals in compiled code (udfs/quality.py calls it); pyproject.toml has pip fetch
     # Cython to build it, so a wheel or an installed venv needs no compiler at run time.
     ext_modules=[Extension("udfs._quality_signals", ["udfs/_quality_signals.pyx"]),
-                 Extension("udfs._ngram_lm", ["udfs/_ngram_lm.pyx"])],  # the n-gram tokenizer and lookups
+                 Extension("udfs._ngram_lm", ["udfs/_ngram_lm.pyx"]),  # the n-gram tokenizer and lookups
+                 Extension("udfs._badwords", ["udfs/_badwords.pyx"]),  # the C4 bad-words scan
+                 Extension("udfs._html_names", ["udfs/_html_names.pyx"])],  # class and id names of a page
     entry_points={"console_scripts": ["corpusmill=jobs.cli:main"]},
 )
