@@ -2,18 +2,25 @@
 
 The URL filter runs on WARC records written here and read by the real reader: a rejected page's
 payload is never parsed. The bad-words rule runs through the filter's real DocumentFilter (fastText
-LID included); the rule is off by default and judges English only when switched on.
+LID included); the rule is off by default and judges English only when switched on. Its compiled
+scan (udfs/_badwords.pyx) is checked against the definition, WordSequenceMatcher on re's tokens.
 """
 import dataclasses
 import io
+import random
+import re
+import sys
 
 import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from conftest import shared
 from jobs import config, registry
 from jobs.pipeline import run_pipeline, stage_fingerprint
-from udfs.badwords import BadWords
+from udfs._badwords import TextMatcher, word_char
+from udfs.badwords import (UNSPACED_LANGUAGES, BadWords, WordSequenceMatcher, read_word_list, shipped_lists,
+                           word_sequences)
 from udfs.config import ConfigError
 from udfs.filter import DocumentFilter
 from udfs.url_filter import UrlFilter, UrlFilterConfig
@@ -104,7 +111,6 @@ def test_shipped_url_lists_keep_the_urls_of_real_crawls(shared_urls):
 def shared_urls():
     from warcio.archiveiterator import ArchiveIterator
 
-    from conftest import shared
     urls = set()
     for path in sorted(shared("warc").glob("*.warc.gz")):
         with open(path, "rb") as stream:
@@ -159,3 +165,70 @@ def test_bad_words_match_whole_words_in_spaced_languages_and_anywhere_in_unspace
     own = tmp_path / "en.txt"
     own.write_text("# ours\nharbour\n")
     assert BadWords({"en": str(own)}).count("the old harbour", "en") == 1
+
+
+def both_scans(entries):
+    """The entries' compiled scan, asserting on every text that it finds what the definition does."""
+    sequences = word_sequences(entries)
+    compiled, reference = TextMatcher(sequences), WordSequenceMatcher(sequences)
+
+    def found(text):
+        hits = compiled.found(text)
+        assert hits == reference.found(re.findall(r"\w+", text)), text
+        return hits
+    return found
+
+
+def test_the_compiled_scan_takes_re_word_characters_on_every_code_point():
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    assert [c for c in range(sys.maxunicode + 1) if word_char(every[c])] == \
+        [m.start() for m in re.finditer(r"\w", every)]
+
+
+def test_the_compiled_scan_matches_whole_words_and_phrases_of_consecutive_words():
+    found = both_scans(["g-spot", "two girls one cup", "scheiße", "big", "big tits", "x_y", "3some"])
+    assert found("a g-spot, a g spot") == {("g", "spot")}
+    assert found("g-spotted, g-spots, eg-spot, g--") == set()             # no word inside a word
+    assert found("two girls, one... cup!") == {("two", "girls", "one", "cup")}  # split by punctuation
+    assert found("two two girls one cup") == {("two", "girls", "one", "cup")}
+    assert found("two girls one cupcake; two girls one") == set()        # the last word goes on / ends
+    assert found("scheiße, scheißegal, bscheiße") == {("scheiße",)}       # non-ASCII letters
+    assert found("big tits") == {("big",), ("big", "tits")}               # a word and a phrase it starts
+    assert found("x_y x-y x_yz") == {("x_y",)}                            # underscore is a word character
+    assert found("3some 23some 3somes ٣big ²big") == {("3some",)}        # so are digits, of any script
+    assert found("") == set()
+
+
+def test_bad_words_are_counted_in_the_lower_cased_text_where_lowering_changes_it(tmp_path):
+    own = tmp_path / "en.txt"
+    own.write_text("kelvin\nstanbul\nσοφος\n")
+    words = BadWords({"en": str(own)})
+    assert words.count("\u212aELVIN", "en") == 1  # KELVIN SIGN lowers to an ASCII k
+    assert words.count("İSTANBUL", "en") == 1     # İ lowers to i and a combining dot, not a word character
+    assert words.count("ΣΟΦΟΣ", "en") == 1        # a final capital sigma lowers to ς
+
+
+def test_the_compiled_scan_agrees_with_the_definition_on_random_text_in_every_listed_language():
+    rng = random.Random(15)
+    odd = [" ", "-", "_", ".", "\n", "'", "ß", "ς", "\u0301", "\u200d", "٣", "²", "½", "\ud800"]
+    for lang, path in shipped_lists().items():
+        if lang in UNSPACED_LANGUAGES:
+            continue
+        entries = read_word_list(path)
+        found = both_scans(entries)
+        for _ in range(300):
+            pieces = [rng.choice(entries) if rng.random() < 0.5 else rng.choice(odd) if rng.random() < 0.6
+                      else "".join(chr(rng.randrange(sys.maxunicode + 1)) for _ in range(rng.randint(1, 3)))
+                      for _ in range(rng.randint(1, 12))]
+            found("".join(pieces))
+
+
+@pytest.mark.slow
+def test_the_compiled_scan_agrees_with_the_definition_on_the_udhr_in_every_language():
+    texts = [path.read_text(encoding="utf-8", errors="replace").lower()
+             for path in sorted(shared("corpora/multilingual/udhr").iterdir())]
+    for lang, path in shipped_lists().items():
+        if lang not in UNSPACED_LANGUAGES:
+            found = both_scans(read_word_list(path))
+            for text in texts:
+                found(text)
