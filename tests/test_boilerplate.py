@@ -11,6 +11,7 @@ import pytest
 from conftest import shared
 from tools.extraction_devsets import load_readability, load_trafilatura_eval, score
 from udfs import boilerplate
+from udfs._html_names import NameScanner
 from udfs.boilerplate import (FEATURES, BlockModel, drop_boilerplate_lines, furniture_selector, is_boilerplate_line,
                                is_furniture_name, unit_features, units_of)
 from udfs.html import BLOCK_MODEL_PATH, UNDO_CHECK_CHARS, block_model, extract_main_text, kept_units
@@ -164,6 +165,70 @@ def test_furniture_selector_vetoes_content_names():
     selector = furniture_selector('<div class="entry-content has-sidebar"><div id="comments">')
     assert '[class~="has-sidebar"]' in selector and '[id="comments"]' in selector
     assert ':not([class~="entry-content"])' in selector
+
+
+def test_the_selector_of_a_small_page_names_its_furniture_and_its_content():
+    selector = furniture_selector(PAGE)
+    furniture, kept, holds_content, vetoes = re.fullmatch(r":is\((.*)\):not\((.*)\):not\(:has\((.*)\)\):not\((.*)\)",
+                                                         selector).groups()
+    assert set(furniture.split(", ")) == {"form", '[class~="post-share-tools"]', '[class~="sidebar-right"]',
+                                          '[class~="author-box"]', '[id="socialicons-sticky"]'}
+    assert kept == "article, body, html, main" and holds_content == boilerplate._HOLDS_CONTENT
+    assert vetoes == '[class~="content-sidebar-wrap"]'
+
+
+# The definition the compiled name scan (udfs/_html_names.pyx) is held to: the names of these values,
+# as a set, in the order it iterates, less those that name_kind turns down before looking at words
+# and those without a word (a name with a character outside ASCII is left to the caller).
+_ATTRIBUTE_VALUES = {attribute: re.compile(attribute + r"""=["']([^"'<>]*)""") for attribute in ("class", "id")}
+
+
+def _names_by_regex(html):
+    def may_have_a_kind(name):
+        return not name.isascii() or bool(boilerplate._SELECTABLE.match(name) and not boilerplate._NUMBERED.search(name)
+                                          and boilerplate._MAYBE_NAMED.search(name.lower()))
+    return tuple([name for name in set(" ".join(pattern.findall(html)).split()) if may_have_a_kind(name)]
+                 for pattern in _ATTRIBUTE_VALUES.values())
+
+
+_MANY_NAMES = " ".join(f"nav{chr(97 + i % 26)}{chr(97 + i // 26)} x{i}y" for i in range(600))
+
+
+@pytest.mark.parametrize("html", [
+    """<div class="nav main-menu" id='sidebar'><p class='share footer'>""",  # both quotes
+    """<a class="nav<b>footer" id="menu>x">""",  # a value ends at < or >
+    """<a class="nav'footer" id='menu"share'>""",  # ... and at the other quote
+    """<a CLASS="nav" Id="footer" class = "menu" class=nav id=`share`>""",  # case, spaces, no quote
+    """<div data-class="nav" data-id='footer' grid="menu" xclass='share' valid="social">""",  # inside words
+    """<div class="" id=''><p class=" " id="\t">""",  # empty values
+    """<div class="nav class='footer' x" id="a id='menu'">""",  # matches do not overlap, per attribute
+    """class="nav"class='footer'id="menu"id='share'""",  # one after the other
+    """<div class="nav footer""",  # a value running to the end of the page
+    """<div class=""", """<div class='""", """id="nav""", "",
+    """<div class="nav\tfooter\nmenu\x0bshare\x1csocial\xa0author\u2028cookie\u3000navbar\x85related">""",
+    """<div class="navé menü 導航 navİgation \u212aomment nav\udc80 ads">""",  # outside ASCII
+    """<p>Описание =нн= ="н"</p><div class="nav" id="меню sidebar">""",  # "н" is U+043D: byte 0x3D
+    """<p>😀 =\U0001003d= \u3d3d</p><div class="nav footer" id='menu'>""",  # four-byte characters
+    """<div class="NavBar SOCIAL socialShare relatedPosts main-content entry-meta">""",  # case-insensitive words
+    """<div class="comment-12345 comment-12 nav-123 nav12a3 md:nav nav/2 2nav -nav nav_bar nav--big">""",  # name_kind's first test
+    f"""<div class="{_MANY_NAMES}" id="{_MANY_NAMES}"><p class="{_MANY_NAMES[::-1]}">""",  # the table grows
+])
+def test_compiled_name_scan_finds_what_the_regex_finds(html):
+    assert boilerplate._NAME_SCANNER.names(html) == _names_by_regex(html)
+
+
+def test_compiled_name_scan_finds_what_the_regex_finds_on_both_development_sets():
+    pages = (shared("html/trafilatura-eval") and load_trafilatura_eval()) + (
+        shared("html/readability-tests") and load_readability())
+    assert all(boilerplate._NAME_SCANNER.names(page["html"]) == _names_by_regex(page["html"]) for page in pages)
+
+
+def test_name_scan_matches_words_in_any_case_and_takes_only_ascii_words():
+    class_names, id_names = NameScanner(["nav"]).names('<p class="NAV-a x Navi sidenav" id="nav">')
+    assert sorted(class_names) == ["NAV-a", "Navi", "sidenav"] and id_names == ["nav"]
+    assert sorted(NameScanner([""]).names('<p class="x a1 1a y:z">')[0]) == ["a1", "x"]  # "" is in every name
+    with pytest.raises(ValueError):
+        NameScanner(["navé"])
 
 
 def _scores(pages, boilerplate_filter):

@@ -31,6 +31,12 @@ from functools import lru_cache
 
 import numpy as np
 
+try:
+    from udfs._html_names import NameScanner
+except ImportError as exc:  # a checkout that pip has not built, or a shipped udfs/ without the .so
+    raise ImportError("corpusmill's compiled HTML name scan (udfs/_html_names.pyx) is not built: install corpusmill "
+                      "with pip (`pip install -e .` in the clone), which compiles it") from exc
+
 # Words (a class token or id split at "-", "_", digits and camelCase humps) naming page furniture.
 _FURNITURE_WORDS = frozenset("""
     nav navbar navigation navi menu menus submenu breadcrumb breadcrumbs pagination pager
@@ -65,10 +71,9 @@ _KEPT_TAGS = frozenset({"html", "body", "main", "article"})
 # or an author box has none; a layout wrapper named "socialicons-sticky" around the text does).
 _HOLDS_CONTENT = "h1, main, article, [itemprop=articleBody], p ~ p ~ p"
 
-# One literal-prefix pattern per attribute: several times faster than one case-insensitive pattern
-# with alternatives (CPython's regex engine only skips ahead on a literal prefix).
-_ATTRIBUTE_VALUES = {attribute: re.compile(attribute + r"""=["']([^"'<>]*)""") for attribute in ("class", "id")}
-_CAMEL_HUMP = re.compile(r"([a-z])([A-Z])")
+# Where a camelCase hump splits words ("socialShare"): an empty match, so that the split is a plain
+# replacement, several times cheaper than a template with groups.
+_CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _NON_LETTERS = re.compile(r"[^a-z]+")
 # Tokens used in a CSS selector must be plain names; numbered ones ("comment-12345") are instances
 # whose container carries the plain name as well.
@@ -76,17 +81,26 @@ _SELECTABLE = re.compile(r"^[A-Za-z][\w-]*$")
 _NUMBERED = re.compile(r"\d{3}")
 
 
-@lru_cache(maxsize=65536)
-def is_furniture_name(name: str) -> bool:
-    """Whether one class token or id names page furniture (``author-box`` yes, ``recipe-meta`` no)."""
+def _words(name: str) -> list:
+    """A name's lower-case words: split at "-", "_", digits and camelCase humps."""
+    return _NON_LETTERS.split(_CAMEL_HUMP.sub(" ", name).lower())
+
+
+def _names_furniture(name: str, words: list) -> bool:
     if _FURNITURE_TOKEN.match(name.lower()):
         return True
-    for word in _NON_LETTERS.split(_CAMEL_HUMP.sub(r"\1 \2", name).lower()):
+    for word in words:
         if word in _FURNITURE_WORDS:
             return True
         if word.startswith(_FURNITURE_PREFIXES) and not word.startswith(_CONTENT_WORDS_WITH_FURNITURE_PREFIX):
             return True
     return False
+
+
+@lru_cache(maxsize=65536)
+def is_furniture_name(name: str) -> bool:
+    """Whether one class token or id names page furniture (``author-box`` yes, ``recipe-meta`` no)."""
+    return _names_furniture(name, _words(name))
 
 
 # Every name that can classify as furniture or content contains one of these words; testing for them
@@ -114,34 +128,59 @@ def _trie_pattern(words) -> str:
     return pattern(trie)
 
 
-_MAYBE_NAMED = re.compile(_trie_pattern(_FURNITURE_WORDS | set(_FURNITURE_PREFIXES) | _CONTENT_WORDS | {"meta", "print"}))
+_NAMING_WORDS = _FURNITURE_WORDS | set(_FURNITURE_PREFIXES) | _CONTENT_WORDS | {"meta", "print"}
+_MAYBE_NAMED = re.compile(_trie_pattern(_NAMING_WORDS))
+# That test and name_kind's first one (selectable, not numbered) in compiled code, run while the
+# page's names are collected; a name with a character outside ASCII passes, for the Python to judge.
+_NAME_SCANNER = NameScanner(_NAMING_WORDS)
 
 
-@lru_cache(maxsize=65536)
 def name_kind(name: str) -> str:
     """``"furniture"``, ``"content"`` or ``""`` for one class token or id."""
     if not _SELECTABLE.match(name) or _NUMBERED.search(name):
         return ""
     # A BEM modifier ("block__element--modifier") says how a thing looks, not what it is.
     name = name.split("--")[0]
-    if any(word in _CONTENT_WORDS for word in _NON_LETTERS.split(_CAMEL_HUMP.sub(r"\1 \2", name).lower())):
+    words = _words(name)
+    if any(word in _CONTENT_WORDS for word in words):
         return "content"
-    return "furniture" if is_furniture_name(name) else ""
+    return "furniture" if _names_furniture(name, words) else ""
+
+
+# What each name seen means for the selector, per attribute: a repeated name (most of a page's are
+# the CMS's or the theme's) costs one look-up. Emptied when full, which bounds memory.
+_DECISIONS = {"class": {}, "id": {}}
+_DECISIONS_KEPT = 65536
+
+
+def _decision(attribute: str, name: str) -> tuple:
+    """``(kind, selector part)`` for a furniture or content name, ``()`` for any other."""
+    kind = name_kind(name) if _MAYBE_NAMED.search(name.lower()) else ""
+    if not kind:
+        return ()
+    return kind, f'[class~="{name}"]' if attribute == "class" else f'[id="{name}"]'
 
 
 def furniture_selector(html: str) -> str:
     """A CSS selector for furniture elements, built from the class and id names in the raw HTML.
 
-    Each distinct name is classified once (cached across pages: the same CMS names repeat); the
-    selector then does all the per-element work inside resiliparse's C engine, which is much
-    cheaper than visiting elements from Python.
+    The names are the whitespace-separated tokens of ``class="…"`` and ``id="…"`` values; those that
+    may say what an element is are found in one compiled pass (``udfs/_html_names.pyx``), in the
+    order a set of all of them iterates in. Each distinct name is classified once (cached across
+    pages: the same CMS names repeat); the selector then does all the per-element work inside
+    resiliparse's C engine, which is much cheaper than visiting elements from Python.
     """
     parts = {"furniture": [], "content": []}
-    for attribute, pattern in _ATTRIBUTE_VALUES.items():
-        for name in set(" ".join(pattern.findall(html)).split()):
-            kind = name_kind(name) if _MAYBE_NAMED.search(name.lower()) else ""
-            if kind:
-                parts[kind].append(f'[class~="{name}"]' if attribute == "class" else f'[id="{name}"]')
+    for attribute, names in zip(("class", "id"), _NAME_SCANNER.names(html)):
+        decisions = _DECISIONS[attribute]
+        for name in names:
+            decision = decisions.get(name)
+            if decision is None:
+                if len(decisions) >= _DECISIONS_KEPT:
+                    decisions.clear()
+                decision = decisions[name] = _decision(attribute, name)
+            if decision:
+                parts[decision[0]].append(decision[1])
     furniture = ", ".join(_FURNITURE_TAGS + parts["furniture"])
     vetoes = f":not({', '.join(parts['content'])})" if parts["content"] else ""
     return f":is({furniture}):not({', '.join(sorted(_KEPT_TAGS))}):not(:has({_HOLDS_CONTENT})){vetoes}"
