@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 
 import pytest
@@ -215,6 +216,15 @@ _MANY_NAMES = " ".join(f"nav{chr(97 + i % 26)}{chr(97 + i // 26)} x{i}y" for i i
 ])
 def test_compiled_name_scan_finds_what_the_regex_finds(html):
     assert boilerplate._NAME_SCANNER.names(html) == _names_by_regex(html)
+
+
+def test_compiled_name_scan_finds_what_the_regex_finds_on_random_markup():
+    pieces = ["class=", "id=", 'class="', "class='", 'id="', "id='", "data-", "CLASS=", '"', "'", "<", ">", " ", "\t", "\n", "\xa0", "\u3000", "=", "nav",
+              "NavBar", "footer-2", "menu-123", "x", "a:b", "-", "_", "é", "İ", "н", "導", "😀", "\udc80"]
+    rng = random.Random(15)
+    for _ in range(3000):
+        html = "".join(rng.choice(pieces) for _ in range(rng.randrange(40)))
+        assert boilerplate._NAME_SCANNER.names(html) == _names_by_regex(html), repr(html)
 
 
 def test_compiled_name_scan_finds_what_the_regex_finds_on_both_development_sets():
