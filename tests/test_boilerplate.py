@@ -14,7 +14,7 @@ from tools.extraction_devsets import load_readability, load_trafilatura_eval, sc
 from udfs import boilerplate
 from udfs._html_names import NameScanner
 from udfs.boilerplate import (FEATURES, BlockModel, drop_boilerplate_lines, furniture_selector, is_boilerplate_line,
-                               is_furniture_name, unit_features, units_of)
+                               is_furniture_name, name_kind, unit_features, units_of)
 from udfs.html import BLOCK_MODEL_PATH, UNDO_CHECK_CHARS, block_model, extract_main_text, kept_units
 from udfs.text import normalize_text
 
@@ -126,6 +126,15 @@ def test_drop_boilerplate_lines_keeps_prose_and_paragraph_breaks():
 ])
 def test_furniture_names(name, furniture):
     assert is_furniture_name(name) is furniture
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("socialShare", "furniture"), ("Sidebar", "furniture"), ("postMeta", "furniture"), ("nav--active", "furniture"),
+    ("mainNavBar", "content"), ("entryContent", "content"), ("content--sidebar", "content"), ("ARTICLE-share", "content"),
+    ("commentary", ""), ("comment-12345", ""), ("md:nav", ""), ("Äuthor-box", ""), ("container", ""), ("xNAV", "furniture"),
+])
+def test_name_kinds(name, kind):
+    assert name_kind(name) == kind
 
 
 PAGE = """<html><head><title>t</title></head><body><div id="page"><div class="site-wrap"><div class="inner">

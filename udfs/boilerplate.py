@@ -83,7 +83,8 @@ _NUMBERED = re.compile(r"\d{3}")
 
 def _words(name: str) -> list:
     """A name's lower-case words: split at "-", "_", digits and camelCase humps."""
-    return _NON_LETTERS.split(_CAMEL_HUMP.sub(" ", name).lower())
+    # (a hump needs an upper-case letter: most names have none, and skip the search)
+    return _NON_LETTERS.split((name if name.islower() else _CAMEL_HUMP.sub(" ", name)).lower())
 
 
 def _names_furniture(name: str, words: list) -> bool:
@@ -142,7 +143,7 @@ def name_kind(name: str) -> str:
     # A BEM modifier ("block__element--modifier") says how a thing looks, not what it is.
     name = name.split("--")[0]
     words = _words(name)
-    if any(word in _CONTENT_WORDS for word in words):
+    if not _CONTENT_WORDS.isdisjoint(words):
         return "content"
     return "furniture" if _names_furniture(name, words) else ""
 
