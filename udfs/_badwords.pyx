@@ -116,12 +116,13 @@ cdef class TextMatcher:
 
     cdef add_entries(self, str text, Py_ssize_t start, Py_ssize_t end, set hits):
         """Adds the entries that begin with the word text[start:end] there."""
-        entry = self.starts.get(PyUnicode_Substring(text, start, end))
+        word = PyUnicode_Substring(text, start, end)
+        entry = self.starts.get(word)
         if entry is None:  # a hash collision
             return
         alone, phrases = entry
         if alone:
-            hits.add((text[start:end],))
+            hits.add((word,))
         for phrase in phrases:
             if phrase not in hits and followed_by(text, end, phrase):
                 hits.add(phrase)
