@@ -242,6 +242,16 @@ def test_compiled_name_scan_finds_what_the_regex_finds_on_both_development_sets(
     assert all(boilerplate._NAME_SCANNER.names(page["html"]) == _names_by_regex(page["html"]) for page in pages)
 
 
+def test_name_scan_finds_words_that_overlap_or_end_inside_others():
+    """Words sharing prefixes and suffixes (the automaton's fall-backs), against a plain substring test."""
+    words = ["ab", "abcab", "bca", "cc", "bcb", "cbac"]
+    scanner = NameScanner(words)
+    rng = random.Random(15)
+    names = {"".join(rng.choice("abcAB") for _ in range(rng.randrange(1, 12))) for _ in range(3000)}
+    found, _ = scanner.names(f'<p class="{" ".join(names)}">')
+    assert set(found) == {name for name in names if any(word in name.lower() for word in words)}
+
+
 def test_name_scan_matches_words_in_any_case_and_takes_only_ascii_words():
     class_names, id_names = NameScanner(["nav"]).names('<p class="NAV-a x Navi sidenav" id="nav">')
     assert sorted(class_names) == ["NAV-a", "Navi", "sidenav"] and id_names == ["nav"]

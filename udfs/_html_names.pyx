@@ -36,82 +36,87 @@ cdef struct Slot:
 
 
 @cython.final
-cdef class _Trie:
-    """The words, as a table of next nodes per (node, letter); finds whether a name contains one."""
-    cdef int32_t* next_node  # nodes x letters; 0: none (the root is never a next node)
-    cdef bint* word_ends
+cdef class _Words:
+    """The words as an Aho-Corasick automaton: one step a character finds whether a name holds one."""
+    cdef int32_t* next_state  # states x letters: where a letter leads (every word's prefix is a state)
+    cdef bint* holds_word  # whether the text read to reach a state ends with a word
     cdef int32_t letter_index[128]  # -1: a character no word has
     cdef Py_ssize_t letters
 
     def __cinit__(self, words):
-        cdef Py_ssize_t nodes = 1, node, letter
+        cdef Py_ssize_t state, letter
         cdef str word, char
-        words = sorted(set(words))
-        alphabet = sorted({char.lower() for word in words for char in word})
+        words = sorted({word.lower() for word in words})
+        alphabet = sorted({char for word in words for char in word})
         if any(not char.isascii() for char in alphabet):
             raise ValueError("NameScanner: the words must be ASCII")
         for letter in range(128):
             self.letter_index[letter] = -1
         for letter, char in enumerate(alphabet):
-            self.letter_index[ord(char)] = letter
-            self.letter_index[ord(char.upper())] = letter
+            self.letter_index[ord(char)] = self.letter_index[ord(char.upper())] = letter
         self.letters = len(alphabet)
-        capacity = 1 + sum(len(word) for word in words)
-        self.next_node = <int32_t*>calloc(capacity * max(self.letters, 1), sizeof(int32_t))
-        self.word_ends = <bint*>calloc(capacity, sizeof(bint))
-        if self.next_node == NULL or self.word_ends == NULL:
-            raise MemoryError()
+        # The trie of the words, then, breadth first, each state's fall-back (the longest suffix of its
+        # text that is a state) completes its missing steps and its words.
+        children = [{}]
+        holds_word = [False]
         for word in words:
-            node = 0
-            for char in word.lower():
-                letter = self.letter_index[ord(char)]
-                if not self.next_node[node * self.letters + letter]:
-                    self.next_node[node * self.letters + letter] = nodes
-                    nodes += 1
-                node = self.next_node[node * self.letters + letter]
-            self.word_ends[node] = True
+            state = 0
+            for char in word:
+                if char not in children[state]:
+                    children[state][char] = len(children)
+                    children.append({})
+                    holds_word.append(False)
+                state = children[state][char]
+            holds_word[state] = True
+        steps = [dict.fromkeys(alphabet, 0) for _ in children]
+        fall_back = [0] * len(children)
+        queue = [0]
+        for state in queue:
+            for char in alphabet:
+                child = children[state].get(char)
+                if child is None:
+                    steps[state][char] = steps[fall_back[state]][char]
+                    continue
+                steps[state][char] = child
+                if state:
+                    fall_back[child] = steps[fall_back[state]][char]
+                holds_word[child] = holds_word[child] or holds_word[fall_back[child]]
+                queue.append(child)
+        self.next_state = <int32_t*>calloc(len(children) * max(self.letters, 1), sizeof(int32_t))
+        self.holds_word = <bint*>calloc(len(children), sizeof(bint))
+        if self.next_state == NULL or self.holds_word == NULL:
+            raise MemoryError()
+        for state in range(len(children)):
+            self.holds_word[state] = holds_word[state]
+            for letter, char in enumerate(alphabet):
+                self.next_state[state * self.letters + letter] = steps[state][char]
 
     def __dealloc__(self):
-        free(self.next_node)
-        free(self.word_ends)
+        free(self.next_state)
+        free(self.holds_word)
 
     cdef bint may_name(self, int kind, const void* data, Py_ssize_t start, Py_ssize_t end) noexcept:
         """Whether ``html[start:end]`` has a character outside ASCII, or is a selectable name (a letter,
         then letters, digits, "_" and "-"), without three digits in a row, that contains a word."""
-        cdef Py_ssize_t first, i, node, letter, digits = 0
+        cdef Py_ssize_t i, state = 0, letter, digits = 0
         cdef Py_UCS4 c
+        cdef bint selectable = True, holds_word = self.holds_word[0]
         for i in range(start, end):
-            if PyUnicode_READ(kind, data, i) >= 128:
-                return True
-        c = PyUnicode_READ(kind, data, start)
-        if not (u'a' <= c <= u'z' or u'A' <= c <= u'Z'):
-            return False
-        for i in range(start + 1, end):
             c = PyUnicode_READ(kind, data, i)
+            if c >= 128:
+                return True
             if u'0' <= c <= u'9':
                 digits += 1
-                if digits == 3:
-                    return False
-            elif u'a' <= c <= u'z' or u'A' <= c <= u'Z' or c == u'_' or c == u'-':
+                selectable = selectable and digits < 3 and i > start
+            elif u'a' <= c <= u'z' or u'A' <= c <= u'Z':
                 digits = 0
             else:
-                return False
-        for first in range(start, end):
-            node = 0
-            i = first
-            while not self.word_ends[node]:
-                if i == end:
-                    break
-                letter = self.letter_index[PyUnicode_READ(kind, data, i)]
-                if letter < 0:
-                    break
-                node = self.next_node[node * self.letters + letter]
-                if not node:
-                    break
-                i += 1
-            if self.word_ends[node]:
-                return True
-        return False
+                digits = 0
+                selectable = selectable and (c == u'_' or c == u'-') and i > start
+            letter = self.letter_index[c]
+            state = self.next_state[state * self.letters + letter] if letter >= 0 else 0
+            holds_word = holds_word or self.holds_word[state]
+        return selectable and holds_word
 
 
 @cython.final
@@ -152,7 +157,7 @@ cdef class _Names:
         free(old)
         return 0
 
-    cdef int add(self, _Trie trie, str html, int kind, const void* data, Py_ssize_t start,
+    cdef int add(self, _Words words, str html, int kind, const void* data, Py_ssize_t start,
                  Py_ssize_t end) except -1:
         """Adds the name ``html[start:end]`` unless the page had it already."""
         cdef uint64_t h = FNV_OFFSET
@@ -170,14 +175,14 @@ cdef class _Names:
         self.slots[i].hash, self.slots[i].start, self.slots[i].length = h, start, length
         name = PyUnicode_Substring(html, start, end)
         PySet_Add(self.names, name)
-        if trie.may_name(kind, data, start, end):
+        if words.may_name(kind, data, start, end):
             PySet_Add(self.maybe_named, name)
         self.used += 1
         if 2 * self.used > self.mask:
             self._grow()
         return 0
 
-    cdef Py_ssize_t add_value(self, _Trie trie, str html, int kind, const void* data, Py_ssize_t n,
+    cdef Py_ssize_t add_value(self, _Words words, str html, int kind, const void* data, Py_ssize_t n,
                               Py_ssize_t start) except -1:
         """Adds the names of the value starting at ``start``; returns where the value ends."""
         cdef Py_ssize_t i = start, name_start = -1
@@ -188,13 +193,13 @@ cdef class _Names:
                 break
             if Py_UNICODE_ISSPACE(c):
                 if name_start >= 0:
-                    self.add(trie, html, kind, data, name_start, i)
+                    self.add(words, html, kind, data, name_start, i)
                     name_start = -1
             elif name_start < 0:
                 name_start = i
             i += 1
         if name_start >= 0:
-            self.add(trie, html, kind, data, name_start, i)
+            self.add(words, html, kind, data, name_start, i)
         return i
 
     cdef list maybe_named_in_set_order(self):
@@ -216,10 +221,10 @@ cdef inline bint written_before(int kind, const void* data, Py_ssize_t i, const 
 @cython.final
 cdef class NameScanner:
     """``NameScanner(words).names(html)`` -> (class names, id names) (see the module's docstring)."""
-    cdef _Trie trie
+    cdef _Words words
 
     def __cinit__(self, words):
-        self.trie = _Trie(words)
+        self.words = _Words(words)
 
     def names(self, str html):
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(html), i, at = 0
@@ -242,7 +247,7 @@ cdef class NameScanner:
             if quote != u'"' and quote != u"'":
                 continue
             if i - 5 >= classes.resume and written_before(kind, data, i, "class", 5):
-                classes.resume = classes.add_value(self.trie, html, kind, data, n, i + 2)
+                classes.resume = classes.add_value(self.words, html, kind, data, n, i + 2)
             elif i - 2 >= ids.resume and written_before(kind, data, i, "id", 2):
-                ids.resume = ids.add_value(self.trie, html, kind, data, n, i + 2)
+                ids.resume = ids.add_value(self.words, html, kind, data, n, i + 2)
         return classes.maybe_named_in_set_order(), ids.maybe_named_in_set_order()

@@ -140,6 +140,10 @@ def name_kind(name: str) -> str:
     """``"furniture"``, ``"content"`` or ``""`` for one class token or id."""
     if not _SELECTABLE.match(name) or _NUMBERED.search(name):
         return ""
+    return _selectable_name_kind(name)
+
+
+def _selectable_name_kind(name: str) -> str:
     # A BEM modifier ("block__element--modifier") says how a thing looks, not what it is.
     name = name.split("--")[0]
     words = _words(name)
@@ -156,7 +160,10 @@ _DECISIONS_KEPT = 65536
 
 def _decision(attribute: str, name: str) -> tuple:
     """``(kind, selector part)`` for a furniture or content name, ``()`` for any other."""
-    kind = name_kind(name) if _MAYBE_NAMED.search(name.lower()) else ""
+    if name.isascii():  # then the name scan passed it as selectable, not numbered and with a word
+        kind = _selectable_name_kind(name)
+    else:
+        kind = name_kind(name) if _MAYBE_NAMED.search(name.lower()) else ""
     if not kind:
         return ()
     return kind, f'[class~="{name}"]' if attribute == "class" else f'[id="{name}"]'
