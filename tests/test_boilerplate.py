@@ -258,6 +258,9 @@ def test_name_scan_matches_words_in_any_case_and_takes_only_ascii_words():
     assert sorted(NameScanner([""]).names('<p class="x a1 1a y:z">')[0]) == ["a1", "x"]  # "" is in every name
     with pytest.raises(ValueError):
         NameScanner(["navé"])
+    assert NameScanner(["nav"]).names(type("Page", (str,), {})('<p class="nav">')) == (["nav"], [])  # a str subclass
+    with pytest.raises(TypeError):
+        NameScanner(["nav"]).names(b'<p class="nav">')
 
 
 def _scores(pages, boilerplate_filter):

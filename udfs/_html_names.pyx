@@ -5,13 +5,16 @@
 
     set(" ".join(re.findall(r'''class=["']([^"'<>]*)''', html)).split())
 
-(and the same with ``id=``), in the order that set iterates, that contain one of ``words``
-case-insensitively; a name with a character outside ASCII is always kept, for the caller to judge
-(``str.lower()`` turns two such characters into ASCII letters). The values are found with the
-pattern's very semantics: case-sensitive, nothing between the word, ``=`` and the quote, a value
-ending at the first ``"``, ``'``, ``<`` or ``>`` (or at the end of the page), matches that do not
-overlap (each pattern going on from the end of its last value) and that also start inside longer
-words (``data-class="``, ``grid='``), names split at whatever ``str.split()`` counts as space.
+(and the same with ``id=``), in the order that set iterates, that can be part of the CSS selector
+``udfs/boilerplate.py`` builds: selectable (a letter, then letters, digits, ``_`` and ``-``), without
+three digits in a row (a numbered instance), and containing one of ``words`` case-insensitively. A
+name with a character outside ASCII is always kept, for the caller to judge (the regex classes of
+word characters and digits take in more of Unicode, and ``str.lower()`` turns two such characters
+into ASCII letters). The values are found with the pattern's very semantics: case-sensitive,
+nothing between the word, ``=`` and the quote, a value ending at the first ``"``, ``'``, ``<`` or
+``>`` (or at the end of the page), matches that do not overlap (each pattern going on from the end
+of its last value) and that also start inside longer words (``data-class="``, ``grid='``), names
+split at whatever ``str.split()`` counts as space.
 
 A name is hashed and compared in the page's own buffer, so a repeated name costs no Python object.
 Each set receives its names in the order they first occur, as ``set()`` over the split values does,
@@ -157,7 +160,7 @@ cdef class _Names:
         free(old)
         return 0
 
-    cdef int add(self, _Words words, str html, int kind, const void* data, Py_ssize_t start,
+    cdef int add(self, _Words words, object html, int kind, const void* data, Py_ssize_t start,
                  Py_ssize_t end) except -1:
         """Adds the name ``html[start:end]`` unless the page had it already."""
         cdef uint64_t h = FNV_OFFSET
@@ -182,7 +185,7 @@ cdef class _Names:
             self._grow()
         return 0
 
-    cdef Py_ssize_t add_value(self, _Words words, str html, int kind, const void* data, Py_ssize_t n,
+    cdef Py_ssize_t add_value(self, _Words words, object html, int kind, const void* data, Py_ssize_t n,
                               Py_ssize_t start) except -1:
         """Adds the names of the value starting at ``start``; returns where the value ends."""
         cdef Py_ssize_t i = start, name_start = -1
@@ -226,7 +229,9 @@ cdef class NameScanner:
     def __cinit__(self, words):
         self.words = _Words(words)
 
-    def names(self, str html):
+    def names(self, html):
+        if not isinstance(html, str):
+            raise TypeError(f"NameScanner.names() takes a str, not {type(html).__name__}")
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(html), i, at = 0
         cdef int kind = PyUnicode_KIND(html)
         cdef const char* data = <const char*>PyUnicode_DATA(html)
