@@ -1,7 +1,9 @@
 """Quality signals, language ID and rule evaluation on small strings with hand-computed values."""
 import dataclasses
+import random
 
 import pytest
+import regex
 
 from jobs import config
 from udfs.config import ConfigError, build
@@ -120,6 +122,60 @@ def test_language_identifier_reads_only_the_first_max_chars():
     text = french + " The committee will publish its report next week, after the hearings end." * 5
     assert LanguageIdentifier(max_chars=len(french)).predict([text])[0] == ["fr"]
     assert LanguageIdentifier(max_chars=0).predict([text])[0] == ["en"]
+
+
+NOT_LANGUAGE = regex.compile(r"[\p{P}\p{S}\p{N}]+")
+
+
+def reference_line(text, max_chars):
+    """The line fastText reads, by the definition LanguageIdentifier.line computes in one pass."""
+    return " ".join(NOT_LANGUAGE.sub(" ", text[:max_chars or None]).lower().split()) + "\n"
+
+
+def test_the_line_fasttext_reads():
+    identifier = LanguageIdentifier()
+    # final sigma by its neighbours (a letter before, none after; a combining accent between is
+    # ignored), "İ" lowered to two code points, every kind of str.split() space, digits and symbols
+    assert identifier.line(" ΟΔΟΣ\u0301,ΣΑ\x1cİstanbul\x85ǅ 42%ß\u3000\u200b\n") == "οδος́ σα i̇stanbul ǆ ß \u200b\n"
+    assert identifier.line("12 -- 34") == "\n"
+    assert LanguageIdentifier(max_chars=4).line("Abc, Def") == "abc\n"
+
+
+@pytest.mark.slow
+def test_the_line_fasttext_reads_on_every_code_point():
+    # Each code point between two letters: whether it separates words (P, S, N by the regex module's
+    # Unicode tables, or a str.split() space) and how it lowers, against the definition.
+    line = LanguageIdentifier().line
+    different = [hex(code) for code in range(0x110000)
+                 if line(f"a{chr(code)}b") != reference_line(f"a{chr(code)}b", 0)]
+    assert different == []
+
+
+def random_unicode(rng, length):
+    tricky = ["Σ", "ΑΣ", "ΑΣ ", "Σ\u0301", "ʰΣ", "Σ\u00ad", "İ", "ß", "ǅ", "ﬃ", "\u0130\u0307", "\t", "\n\r",
+              "\x0b\x0c", "\x1c\x1d\x1e\x1f", "\x85", "\xa0", "\u1680", "\u2000\u200a", "\u2028\u2029",
+              "\u202f\u205f\u3000", "\u200b", "\ufeff", "\ud800", "\udfff", "'", "·", "٣", "½", "€", "😀", "  "]
+    pieces = []
+    for _ in range(length):
+        kind = rng.random()
+        if kind < 0.4:
+            pieces.append(rng.choice(tricky))
+        elif kind < 0.6:
+            pieces.append(chr(rng.randrange(0x110000)))  # any category, unassigned and surrogates too
+        elif kind < 0.8:
+            pieces.append(chr(rng.randrange(0x3000)))  # the scripts with case
+        else:
+            pieces.append(rng.choice(["Word", "WORD", "word", " ", "ΛΌΓΟΣ", "Straße", "ĲSSEL"]))
+    return "".join(pieces)
+
+
+def test_the_line_fasttext_reads_on_random_unicode():
+    rng = random.Random(15)
+    texts = [random_unicode(rng, rng.randrange(1, 60)) for _ in range(3000)]
+    for max_chars in (0, 5000, 7, 1):
+        identifier = LanguageIdentifier(max_chars=max_chars)
+        different = [text for text in texts if identifier.line(text) != reference_line(text, max_chars)]
+        assert different == []
 
 
 def test_default_filter_keeps_prose_and_tags_every_row():

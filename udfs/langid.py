@@ -7,11 +7,14 @@ loaded once per Python worker and shared by every batch it processes.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import regex
+
+from udfs._langid_text import FastTextLine
 
 # A text without a single letter has no language: it is tagged "und" (ISO 639-2 "undetermined").
 UNDETERMINED = "und"
@@ -46,18 +49,31 @@ def load_model(path: Optional[str] = None):
     return _models[key]
 
 
+@functools.lru_cache(maxsize=None)
+def _fasttext_line() -> FastTextLine:
+    """Made once per process: its tables are read off ``_NOT_LANGUAGE`` and ``str.lower`` (~45 ms)."""
+    return FastTextLine(_NOT_LANGUAGE)
+
+
 class LanguageIdentifier:
     def __init__(self, model_path: Optional[str] = None, max_chars: int = 0):
         self.model = load_model(model_path)
         # fastText's cost grows with the text while its answer settles within a few hundred
         # words: only the first ``max_chars`` characters are read (0: all of them).
         self.max_chars = max_chars or None
+        self.fasttext_line = _fasttext_line()
+
+    def line(self, text: str) -> str:
+        """The line the model reads: the text (its first ``max_chars`` characters) lowercased, without
+        punctuation, symbols and digits, all whitespace (newlines included) folded into single spaces.
+
+        That is ``" ".join(_NOT_LANGUAGE.sub(" ", text[:max_chars]).lower().split()) + "\\n"``, made in
+        one compiled pass (8x less CPU on the bench pages: 0.019 against 0.157 ms a page).
+        """
+        return self.fasttext_line.of(text[:self.max_chars])
 
     def predict(self, texts: List[str]) -> Tuple[List[str], List[float]]:
-        """Top language and its probability for each text.
-
-        The model sees one line: the text (its first ``max_chars`` characters) lowercased, without
-        punctuation, symbols and digits, all whitespace (newlines included) folded into single spaces.
+        """Top language and its probability for each text (``und`` for a text without a letter).
 
         fasttext-predict's multi-line call returns labels without probabilities, so the batch is a
         loop of single-line C++ predictions over the Arrow batch.
@@ -70,8 +86,7 @@ class LanguageIdentifier:
                 langs.append(UNDETERMINED)
                 scores.append(0.0)
                 continue
-            line = " ".join(_NOT_LANGUAGE.sub(" ", text[:self.max_chars]).lower().split()) + "\n"
-            (score, label), = predict(line, 1, 0.0, "replace")
+            (score, label), = predict(self.line(text), 1, 0.0, "replace")
             langs.append(label[len(_LABEL_PREFIX):])
             scores.append(min(float(score), 1.0))
         return langs, scores
