@@ -2,20 +2,23 @@
 effect on real pages of both extraction development sets (tools/extraction_devsets.py)."""
 from __future__ import annotations
 
+import html as html_lib
 import json
 import math
 import random
 import re
 
 import pytest
+from resiliparse.extract.html2text import extract_plain_text
 
 from conftest import shared
 from tools.extraction_devsets import load_readability, load_trafilatura_eval, score
 from udfs import boilerplate
 from udfs._html_names import NameScanner
-from udfs.boilerplate import (FEATURES, BlockModel, drop_boilerplate_lines, furniture_selector, is_boilerplate_line,
-                               is_furniture_name, name_kind, unit_features, units_of)
-from udfs.html import BLOCK_MODEL_PATH, UNDO_CHECK_CHARS, block_model, extract_main_text, kept_units
+from udfs.boilerplate import (FEATURES, BlockModel, Unit, drop_boilerplate_lines, furniture_selector,
+                               is_boilerplate_line, is_furniture_name, name_kind, unit_features, units_of)
+from udfs.html import (_MAIN_CONTENT_HTML, _WHOLE_PAGE_HTML, BLOCK_MODEL_PATH, UNDO_CHECK_CHARS, block_model,
+                       extract_main_text, kept_units, parse_page)
 from udfs.text import normalize_text
 
 
@@ -332,6 +335,81 @@ def test_units_of_minimal_html_count_link_text_and_keep_line_breaks():
     assert [(u.kind, u.text, u.link_chars) for u in units] == [
         ("h2", "Rivers", 0), ("p", "Snow & rain feed the river.\nNew line.", 14), ("text", "Home", 4),
         ("text", "Plain line", 0)]
+
+
+
+def _units_by_regex(minimal_html):
+    """The reference ``units_of`` (udfs/_minimal_html.pyx): regular expressions, as its docstring gives them."""
+    def plain(fragment):
+        text = re.sub(r"<[^>]*>", "", fragment)
+        return html_lib.unescape(text) if "&" in text else text
+    units = []
+    for match in re.finditer(r"<(p|h[1-6]|pre)>(.*?)</\1>|[^\n]+", minimal_html, re.S):
+        kind = match.group(1) or "text"
+        inner = match.group(0) if match.group(2) is None else match.group(2)
+        if kind != "pre":
+            inner = re.sub(r"<br>\n?", "\n", inner)
+        text = plain(inner).strip()
+        if text:
+            links = re.findall(r"<a\b[^>]*>(.*?)(?:</a>|$)", inner, re.S)
+            units.append((kind, text, len(text), sum(len(plain(link).strip()) for link in links), text.count(" ") + 1))
+    return units
+
+
+def _compiled_units(minimal_html):
+    return [(unit.kind, unit.text, unit.chars, unit.link_chars, unit.words) for unit in units_of(minimal_html)]
+
+
+@pytest.mark.parametrize("minimal_html", [
+    "", "\n\n\n", "<p></p><p> </p>\n<h2>\n</h2>",
+    "<h2>Title</h3> still the title</h2>\n<h1>a</h1><h6>b</h6><h7>c</h7><h0>d</h0><P>e</P>",  # its own closing tag
+    "<p>never closed\nnext line <p>also open", "<p>a</p>b<p>c\n</p>",  # an unclosed <p> is read as a line
+    "<p>outer <p>inner</p> tail</p>", "<pre>x</p> y</pre>", "<p>x</pre> y</p>", "<pre >z</pre>",
+    "<pre>a</pre><h2>b<br>c</h2><p>d<br>e</p>\n<pre>never closed <br>\nx<br>y",  # <br> kept in <pre> only
+    "<h1>one\n\ntwo</h1>\n<pre>  keep\n <br>\nlines <b>x</b>  </pre>",  # <br> stays (and is stripped) in <pre>
+    "<p>a<br>b<br>\nc<br>\n\nd<br><br>\n</p>\nline<br>end<br>", "<br><br>\n<br>",
+    "<p><x <br> y> z</p>", "a < b > c", "x < y", "x > y <", "<<b>>", "<p>a <b c</p>",  # tags after <br>
+    "<p>&amp;lt; &#x41;&bogus; & &#32;</p>\n<p>&#32;</p>\n&nbsp;\n<a>&#32;&amp;</a>",  # entities, then strip
+    '<abbr>x</abbr> <a>y</a> <a href="u">z</a> <a_b>no</a> <aé>no</a> <a²>no</a> <a٣>no</a> <a\n>yes</a> <a',
+    "<p><a href=x>to the end\n</p>", "<p><a href=x>tail<br></p>", "<p><a>a\nb<br>\n</p>", "<a>no end",
+    "<p>a <a>one</a><a>two</a> <a>three</p>", "<a href=1>x <a href=2>y</a> z</a>", "<p><a <b>x</b> y</a></p>",
+    "<a>  <b>bold</b> link  </a> <a> </a> <a href='>'>q</a>", "<p><a href=x>no close bracket</p>",
+    "\x1c\x85\u2028 text \xa0\u3000\n\t\r\x0b", "\ud800<p>\udfff x</p>\U0001F600 <a>\U0001F600</a>",
+    "<p>日本語の<a href=x>リンク</a>です。</p>\n３４５ text",
+])
+def test_compiled_units_equal_the_regular_expressions(minimal_html):
+    assert _compiled_units(minimal_html) == _units_by_regex(minimal_html)
+
+
+def test_compiled_units_equal_the_regular_expressions_on_random_markup():
+    pieces = ["<p>", "</p>", "<pre>", "</pre>", '<a href="x">', "<a>", "<abbr>", "</a>", "<a_", "<aé>", "<a\n>", "<a",
+              "<br>", "<br>\n", "<br", "<b>", "</b>", "\n", "\n\n", "&amp;", "&lt;", "&#x41;", "&#32;", "&bogus;", "&", "<",
+              ">", "</", "<h", " ", "  ", "\t", "\xa0", "\u3000", "\x1c", "\u2028", "x", "word", "é", "日本", "²", "_",
+              "\U0001F600", "\ud800", "\udfff"] + [f"<h{level}>" for level in range(8)] + [f"</h{level}>" for level in range(8)]
+    rng = random.Random(15)
+    for _ in range(5000):
+        minimal_html = "".join(rng.choice(pieces) for _ in range(rng.randrange(40)))
+        assert _compiled_units(minimal_html) == _units_by_regex(minimal_html), repr(minimal_html)
+
+
+@pytest.mark.slow
+def test_compiled_units_equal_the_regular_expressions_on_both_development_sets():
+    pages = (shared("html/trafilatura-eval") and load_trafilatura_eval()) + (
+        shared("html/readability-tests") and load_readability())
+    for page in pages:
+        tree, selector = parse_page(page["html"])
+        for options in (_MAIN_CONTENT_HTML, _WHOLE_PAGE_HTML):
+            minimal_html = extract_plain_text(tree, skip_elements=[selector], **options)
+            assert _compiled_units(minimal_html) == _units_by_regex(minimal_html), page["name"]
+
+
+def test_units_are_made_as_from_python_and_only_from_a_str():
+    unit = Unit("p", "two words", 3)
+    assert (unit.kind, unit.text, unit.chars, unit.link_chars, unit.words) == ("p", "two words", 9, 3, 2)
+    assert units_of(type("Markup", (str,), {})("<p>a b</p>"))[0].words == 2
+    for not_a_str in (b"<p>a</p>", None):
+        with pytest.raises(TypeError):
+            units_of(not_a_str)
 
 
 # The block pass's rules around the model's scores (the weights do not matter to them).

@@ -23,7 +23,6 @@ pages and Mozilla Readability's test pages — each against the other (``bench/e
 """
 from __future__ import annotations
 
-import html as html_lib
 import json
 import math
 import re
@@ -33,9 +32,10 @@ import numpy as np
 
 try:
     from udfs._html_names import NameScanner
+    from udfs._minimal_html import Unit, units_of
 except ImportError as exc:  # a checkout that pip has not built, or a shipped udfs/ without the .so
-    raise ImportError("corpusmill's compiled HTML name scan (udfs/_html_names.pyx) is not built: install corpusmill "
-                      "with pip (`pip install -e .` in the clone), which compiles it") from exc
+    raise ImportError("corpusmill's compiled HTML scans (udfs/_html_names.pyx, udfs/_minimal_html.pyx) are not "
+                      "built: install corpusmill with pip (`pip install -e .` in the clone), which compiles them") from exc
 
 # Words (a class token or id split at "-", "_", digits and camelCase humps) naming page furniture.
 _FURNITURE_WORDS = frozenset("""
@@ -336,11 +336,10 @@ def drop_boilerplate_lines(text: str) -> str:
 # keeps the links), punctuation, and where it sits relative to the page's long paragraphs —
 # the features boilerpipe and jusText decide on. Trained by ``tools/train_block_classifier.py``.
 
-# One unit per <p>/<hN>/<pre> element of resiliparse's minimal_html, or per line of text outside them.
-_UNIT = re.compile(r"<(p|h[1-6]|pre)>(.*?)</\1>|[^\n]+", re.S)
-_LINK_TEXT = re.compile(r"<a\b[^>]*>(.*?)(?:</a>|$)", re.S)
-_TAG = re.compile(r"<[^>]*>")
-_BR = re.compile(r"<br>\n?")
+# One unit (``Unit``) per <p>/<hN>/<pre> element of resiliparse's minimal_html, or per line of text
+# outside them: ``units_of`` (udfs/_minimal_html.pyx, one compiled pass; its docstring gives the
+# regular expressions it is equal to, which tests/test_boilerplate.py compares it with).
+
 # Units are stripped: a sentence ends in their last character.
 _SENTENCE_END_CHARS = frozenset(""".!?。！？…:;"'”»)""")
 # Punctuation (1) and digits (2) by code point (the Basic Multilingual Plane), counted for a page at once.
@@ -349,37 +348,6 @@ _CHAR_CLASS[[ord(c) for c in ".,;:!?。，、；：！？"]] = 1
 _CHAR_CLASS[[ord(c) for c in "0123456789０１２３４５６７８９"]] = 2
 # A long paragraph with few links anchors the main content; distances are counted from these.
 ANCHOR_CHARS = 200
-
-
-class Unit:
-    __slots__ = ("kind", "text", "chars", "link_chars", "words")
-
-    def __init__(self, kind: str, text: str, link_chars: int):
-        self.kind, self.text, self.link_chars = kind, text, link_chars
-        self.chars = len(text)
-        self.words = text.count(" ") + 1
-
-
-def _plain(fragment: str) -> str:
-    text = _TAG.sub("", fragment)
-    return html_lib.unescape(text) if "&" in text else text
-
-
-def units_of(minimal_html: str) -> list:
-    """The text units of a minimal_html extract, in page order, with their link text counted."""
-    units = []
-    for match in _UNIT.finditer(minimal_html):
-        kind, inner = match.group(1) or "text", match.group(2)
-        if inner is None:
-            inner = match.group(0)
-        if kind != "pre":
-            inner = _BR.sub("\n", inner)
-        text = _plain(inner).strip()
-        if not text:
-            continue
-        link_chars = sum(len(_plain(link).strip()) for link in _LINK_TEXT.findall(inner)) if "<a" in inner else 0
-        units.append(Unit(kind, text, link_chars))
-    return units
 
 
 FEATURES = (
