@@ -18,8 +18,8 @@ with the patterns' very semantics: an element runs to the first closing tag of i
 (``<h2>a</h3>b</h2>`` is one unit); a ``<p>`` never closed is read as a line from its ``<``; a tag is
 a ``<`` up to the next ``>`` (an unclosed ``<`` stays text), stripped after ``<br>`` became a line
 break; ``<a`` opens a link only before a character that is not a word character (``<abbr>`` does
-not); a link's text runs to the first ``</a>``, else to the end of the unit or before its final line
-break (``$`` without re.M). Entities are decoded by ``html.unescape`` itself; ``strip()`` and the
+not); a link's text runs to the first ``</a>``, else to the end of the unit (``$`` without re.M also
+matches before a final line break, which makes no difference: the text is stripped). Entities are decoded by ``html.unescape`` itself; ``strip()`` and the
 word-character test use the same Unicode tables as ``str`` and ``re``.
 """
 from html import unescape as _unescape
@@ -118,9 +118,7 @@ cdef object _plain_stripped(const Py_UCS4 *chars, Py_ssize_t start, Py_ssize_t e
 
 cdef Py_ssize_t _link_chars(const Py_UCS4 *inner, Py_ssize_t length, Py_UCS4 *out) except -1:
     """The summed length of each link's plain, stripped text in ``inner``."""
-    cdef Py_ssize_t pos = 0, close, text_end, resume, total = 0
-    # where "$" matches (without re.M): at the end, or before a final line break
-    cdef Py_ssize_t dollar = length - 1 if length and inner[length - 1] == 10 else length
+    cdef Py_ssize_t pos = 0, close, text_end, total = 0
     cdef Py_UCS4 after
     while pos + 2 < length:
         if inner[pos] != 60 or inner[pos + 1] != 97:  # "<a"
@@ -135,17 +133,12 @@ cdef Py_ssize_t _link_chars(const Py_UCS4 *inner, Py_ssize_t length, Py_UCS4 *ou
             close += 1
         if close == length:
             break  # no ">" after this "<a", nor after any later one
-        text_end = close + 1
-        while True:
-            if _at(inner, text_end, length, _CLOSE_A, 4):
-                resume = text_end + 4
-                break
-            if text_end == dollar:
-                resume = text_end
-                break
-            text_end += 1
+        text_end = _find(inner, close + 1, length, _CLOSE_A, 4)
+        if text_end < 0:  # the link runs to the end of the unit (and no link follows)
+            total += PyUnicode_GET_LENGTH(_plain_stripped(inner, close + 1, length, out))
+            break
         total += PyUnicode_GET_LENGTH(_plain_stripped(inner, close + 1, text_end, out))
-        pos = resume
+        pos = text_end + 4
     return total
 
 
