@@ -44,9 +44,9 @@ def main() -> None:
     from resiliparse.parse.html import HTMLTree
 
     from jobs.config import load
-    from udfs.boilerplate import drop_boilerplate_lines, furniture_selector
+    from udfs.boilerplate import furniture_selector
     from udfs.filter import DocumentFilter
-    from udfs.html import charset_from_content_type, decode_html, join_units, kept_units, main_content_units
+    from udfs.html import charset_from_content_type, decode_html, kept_text, kept_units, main_content_units
     from udfs.quality import compute_signals, compute_signals_reference
     from udfs.text import normalize_text
     from udfs.warc import ExtractConfig, WarcDocumentReader, read_payload
@@ -80,7 +80,7 @@ def main() -> None:
     ms["html: main content, element pass, undo check"] -= page_set_up
     kept = timed("html: block pass, whole-page fallback", lambda html: kept_units(html)[0], htmls, ms)
     ms["html: block pass, whole-page fallback"] -= page_set_up + ms["html: main content, element pass, undo check"]
-    texts = timed("html: line pass", lambda units: drop_boilerplate_lines(join_units(units)), kept, ms)
+    texts = timed("html: line pass", kept_text, kept, ms)
     texts = [t for t in timed("normalise text", normalize_text, texts, ms) if t]
 
     # Set-up a Python worker pays once (models, the signals' character table), then each task's.

@@ -8,6 +8,7 @@ import math
 import random
 import re
 
+import numpy as np
 import pytest
 from resiliparse.extract.html2text import extract_plain_text
 
@@ -15,10 +16,12 @@ from conftest import shared
 from tools.extraction_devsets import load_readability, load_trafilatura_eval, score
 from udfs import boilerplate
 from udfs._html_names import NameScanner
-from udfs.boilerplate import (FEATURES, BlockModel, Unit, drop_boilerplate_lines, furniture_selector,
-                               is_boilerplate_line, is_furniture_name, name_kind, unit_features, units_of)
+from udfs._blocks import HAS_DIGIT, HAS_TWO_SEPARATORS, line_marks
+from udfs.boilerplate import (ANCHOR_CHARS, FEATURES, BlockModel, Unit, drop_boilerplate_lines, furniture_selector,
+                               is_boilerplate_line, is_furniture_name, name_kind, unit_features, unit_lines, units_of)
 from udfs.html import (_MAIN_CONTENT_HTML, _WHOLE_PAGE_HTML, BLOCK_MODEL_PATH, UNDO_CHECK_CHARS, block_model,
-                       extract_main_text, kept_units, parse_page)
+                       extract_main_text, join_units, kept_text, kept_units, main_content_units, main_or_whole_page,
+                       parse_page, whole_page_units)
 from udfs.text import normalize_text
 
 
@@ -507,3 +510,185 @@ def test_a_short_post_is_not_traded_for_the_whole_page():
             '<div class="foot"><p>All rights reserved.</p></div></body></html>')
     units, whole_page = kept_units(html)
     assert not whole_page and normalize_text(extract_main_text(html)) == "Closed for the holidays until 5 January."
+
+
+# The block and line passes as they were before udfs/_blocks.pyx, the reference for the compiled features
+# and scores, the line pass's cheap pre-checks and its reuse of the block pass's verdicts.
+
+def _is_furniture_line_reference(line):
+    folded = (line if line.isascii() else line.translate(boilerplate._REGEX_CASE_FOLD)).lower()
+    if boilerplate._BOILERPLATE.match(folded) or boilerplate._DATELINE.match(folded) or boilerplate._LINK_BAR.match(line):
+        return True
+    return "\n" not in line and bool(boilerplate._FURNITURE_PHRASES.search(folded) or (
+        "cookie" in folded and boilerplate._COOKIE.search(folded) and boilerplate._COOKIE_USE.search(folded)))
+
+
+def _is_boilerplate_line_reference(line):
+    stripped = line.strip()
+    return bool(stripped) and len(stripped) <= boilerplate.SHORT_LINE_CHARS and _is_furniture_line_reference(stripped)
+
+
+_SENTENCE_END_CHARS = frozenset(""".!?。！？…:;"'”»)""")
+_CHAR_CLASS = np.zeros(0x10000, dtype=np.uint8)
+_CHAR_CLASS[[ord(c) for c in ".,;:!?。，、；：！？"]] = 1
+_CHAR_CLASS[[ord(c) for c in "0123456789０１２３４５６７８９"]] = 2
+
+
+def _unit_features_reference(units):
+    n = len(units)
+    if not n:
+        return np.zeros((0, len(FEATURES)))
+    text_tests = np.array([
+        (u.chars, u.link_chars, u.words, u.text[-1] in _SENTENCE_END_CHARS, _is_boilerplate_line_reference(u.text),
+         u.kind[0] == "h") for u in units], dtype=float)
+    chars, link_chars, words = text_tests[:, 0], text_tests[:, 1], text_tests[:, 2]
+    page_text = "\n".join([u.text for u in units])
+    starts = np.concatenate([[0], np.cumsum(chars[:-1] + 1)]).astype(np.int64)
+    codes = np.frombuffer(page_text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    char_class = _CHAR_CLASS[np.minimum(codes, 0xFFFF)]
+    punctuation = np.add.reduceat(char_class == 1, starts)
+    digits = np.add.reduceat(char_class == 2, starts)
+    total = chars.sum()
+    density = link_chars / chars
+    log_chars = np.log1p(chars)
+    index = np.arange(n)
+    anchors = np.flatnonzero((chars >= ANCHOR_CHARS) & (density < 0.3))
+    if len(anchors):
+        after = np.minimum(np.searchsorted(anchors, index), len(anchors) - 1)
+        before = np.maximum(after - 1, 0)
+        distance = np.minimum(np.abs(anchors[after] - index), np.abs(anchors[before] - index))
+        first, last = anchors[0], anchors[-1]
+    else:
+        distance, first, last = np.full(n, n), n, -1
+    padded = np.concatenate([[0.0, 0.0], chars, [0.0, 0.0]])
+    window = sum(padded[k:k + n] for k in range(5))
+    columns = [
+        np.ones(n), log_chars, np.log1p(words), density, density > 0.8, text_tests[:, 3],
+        np.minimum(punctuation / words, 2.0), digits / chars, text_tests[:, 4], text_tests[:, 5],
+        np.concatenate([[0.0], log_chars[:-1]]), np.concatenate([[1.0], density[:-1]]),
+        np.concatenate([log_chars[1:], [0.0]]), np.concatenate([density[1:], [1.0]]),
+        np.log1p(window), chars / total, np.full(n, math.log1p(total)), np.full(n, math.log1p(n)),
+        np.full(n, len(anchors) / n), index < first, index > last, np.log1p(distance), distance == 0,
+    ]
+    return np.column_stack(columns).astype(float)
+
+
+def _kept_text_reference(units):
+    return "\n".join(line for line in join_units(units).split("\n") if not _is_boilerplate_line_reference(line))
+
+
+def _assert_block_pass_as_reference(units, model):
+    """Features, scores (1e-9 relative), keep decisions, furniture verdicts and the kept text as the reference's."""
+    features = unit_features(units)
+    expected = _unit_features_reference(units)
+    np.testing.assert_allclose(features, expected, rtol=1e-12, atol=1e-12)
+    reference_scores = (expected @ model._weights).tolist()
+    scores = model.scores(units)
+    assert len(scores) == len(units)
+    for score, reference in zip(scores, reference_scores):
+        assert abs(score - reference) <= 1e-9 * max(1.0, abs(reference)), (score, reference)
+    assert [unit.furniture for unit in units] == [_is_boilerplate_line_reference(unit.text) for unit in units]
+    keeps = model.decide(units, scores)
+    assert keeps == model.decide(units, reference_scores)
+    kept = [unit for unit, keep in zip(units, keeps) if keep]
+    assert kept_text(kept) == _kept_text_reference(kept)
+    return kept
+
+
+# Pieces of lines and unit texts: furniture phrases and their words, dates, separators, digits of other
+# scripts, the letters case folding treats apart, punctuation the features count, line breaks.
+_LINE_PIECES = ["Home", "News", "|", " | ", "»", " > ", " / ", "/", "›", "•", "·", ">", " ", "  ", "\n", "\t", "Share this",
+                "Related Articles", "privacy policy", "Terms of Service", "NEWSLETTER", "all rights reserved", "sign up here",
+                "We use cookies", "cookie", "accept", "Posted on", "March", "MÄRZ", "3", "12.03.2021", "2021", "am", "Uhr",
+                "15:54", "٣", "१२", "３", "©", "Foto:", "Tags:", "Mehr zum Thema", "İmpressum", "Prıvacy", "ſ", "ı", "İ",
+                "word", "the harbour", "日本", "相关阅读：", "。", "，", "!", "?", ".", ",", ";", ":", "…", "”", "»", ")", "x",
+                "\U0001F600", "\ud800", "Ω", "ß"]
+
+
+def _random_line(rng):
+    return "".join(rng.choice(_LINE_PIECES) for _ in range(rng.randrange(1, 12)))
+
+
+def _random_units(rng):
+    units = []
+    for _ in range(rng.randrange(40)):
+        text = _random_line(rng).strip() or "x"
+        if rng.random() < 0.2:  # a long paragraph, an anchor unless mostly links
+            text = (SENTENCE.format(_random_line(rng)) * rng.randrange(1, 5)).strip()
+        kind = rng.choice(["p", "p", "text", "text", "h2", "h1", "pre"])
+        units.append(Unit(kind, text, rng.choice([0, 0, len(text), rng.randrange(len(text) + 1)])))
+    return units
+
+
+def test_line_pre_checks_change_no_verdict_on_random_lines():
+    """The digit, separator and phrase pre-checks and the cheaper case folding (``_is_furniture_line``) give
+    the verdicts of the patterns alone, on random lines of the pieces the patterns look for."""
+    rng = random.Random(7)
+    lines = [_random_line(rng) for _ in range(20000)] + _LINE_PIECES
+    assert sum(map(_is_boilerplate_line_reference, lines)) > 2000  # both verdicts are tried
+    for line in lines:
+        assert is_boilerplate_line(line) is _is_boilerplate_line_reference(line), repr(line)
+
+
+def test_the_digit_mark_is_what_the_dateline_pattern_needs_in_every_folded_character():
+    """The dateline pattern needs a digit (``\\d``) in the case-folded line; the mark is taken on the line
+    before folding: for every character of Unicode, its folding has a digit only if it is one, and the
+    mark says so exactly where ``\\d`` matches it."""
+    digit = re.compile(r"\d")
+    for code_point in range(0x110000):
+        char = chr(code_point)
+        is_digit = bool(digit.match(char))
+        assert bool(line_marks(char) & HAS_DIGIT) is is_digit, hex(code_point)
+        assert is_digit or not digit.search(boilerplate._case_folded(char)), hex(code_point)
+
+
+def test_the_separator_mark_counts_the_link_bar_separators():
+    assert line_marks("Home | News") == 0 and line_marks("a » b › c") == HAS_TWO_SEPARATORS
+    assert line_marks("1/2") == HAS_DIGIT and line_marks("٣ • · ") == HAS_DIGIT | HAS_TWO_SEPARATORS
+    assert line_marks("") == 0 and line_marks("<a>") == 0 and line_marks("a>b/c") == HAS_TWO_SEPARATORS
+    assert boilerplate._LINK_BAR.match("Home | News | Sport") and not boilerplate._LINK_BAR.match("Home | News")
+
+
+def test_compiled_block_pass_equals_the_reference_on_random_units():
+    """Random unit lists (anchors or none, links, headings, wide and astral characters, furniture lines,
+    units of several lines): the compiled features and scores, and what is kept, as the numpy reference's."""
+    rng = random.Random(11)
+    model = block_model()
+    for _ in range(600):
+        _assert_block_pass_as_reference(_random_units(rng), model)
+    assert unit_features([]).shape == (0, len(FEATURES)) and model.scores([]) == []
+
+
+def test_compiled_block_pass_refuses_what_the_reference_cannot_score():
+    with pytest.raises(TypeError):
+        block_model().scores([("p", "text", 0)])
+    with pytest.raises(IndexError):
+        block_model().scores([Unit("p", "", 0)])
+    with pytest.raises(ValueError):
+        boilerplate.unit_scores(units_of("<p>a</p>"), is_boilerplate_line, ANCHOR_CHARS, np.zeros(3))
+    with pytest.raises(ValueError):
+        boilerplate.fill_unit_features(units_of("<p>a</p>"), is_boilerplate_line, ANCHOR_CHARS, np.zeros((2, 3)))
+
+
+def test_the_line_pass_reuses_the_block_pass_verdict_of_a_one_line_unit():
+    units = units_of("<p>Share this</p>\n\n<p>Share this<br>A line of prose.</p>")
+    assert [unit.furniture for unit in units] == [None, None]
+    assert [unit_lines(unit) for unit in units] == [[], ["A line of prose."]]
+    units[0].furniture = False  # as if the block pass had found it prose: its verdict stands
+    assert unit_lines(units[0]) == ["Share this"]
+
+
+@pytest.mark.slow
+def test_compiled_block_pass_equals_the_reference_on_both_development_sets():
+    """Every page of both development sets, main content and whole page: features, scores, verdicts and
+    kept text as the reference's, and the extracted text the same as the reference's path gives."""
+    pages = (shared("html/trafilatura-eval") and load_trafilatura_eval()) + (
+        shared("html/readability-tests") and load_readability())
+    model = block_model()
+    for page in pages:
+        parsed = parse_page(page["html"])
+        main, whole = main_content_units(page["html"], parsed), whole_page_units(page["html"], parsed)
+        kept_main = _assert_block_pass_as_reference(main, model)
+        kept_whole = _assert_block_pass_as_reference(whole, model)
+        kept, _ = main_or_whole_page(kept_main, lambda: kept_whole)
+        assert extract_main_text(page["html"]) == _kept_text_reference(kept), page["name"]

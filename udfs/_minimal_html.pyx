@@ -48,8 +48,8 @@ cdef Py_UCS4[4] _BR = [60, 98, 114, 62]                   # "<br>"
 cdef class Unit:
     """One paragraph, heading or line of an extract: its element (``p``, ``h1`` … ``h6``, ``pre``, or
     ``text`` for a line outside them), its text, its length in characters and words (spaces + 1), and
-    how many of its characters are link text."""
-    cdef public object kind, text, chars, link_chars, words
+    how many of its characters are link text; ``furniture``: whether its text is a furniture line, as
+    the block pass found (``None`` before), for the line pass to reuse. (Fields: _minimal_html.pxd.)"""
 
     def __init__(self, kind, text, link_chars):
         self.kind, self.text, self.link_chars = kind, text, link_chars

@@ -31,11 +31,13 @@ from functools import lru_cache
 import numpy as np
 
 try:
+    from udfs._blocks import FEATURES, HAS_DIGIT, HAS_TWO_SEPARATORS, fill_unit_features, line_marks, unit_scores
     from udfs._html_names import NameScanner
     from udfs._minimal_html import Unit, units_of
 except ImportError as exc:  # a checkout that pip has not built, or a shipped udfs/ without the .so
-    raise ImportError("corpusmill's compiled HTML scans (udfs/_html_names.pyx, udfs/_minimal_html.pyx) are not "
-                      "built: install corpusmill with pip (`pip install -e .` in the clone), which compiles them") from exc
+    raise ImportError("corpusmill's compiled HTML scans (udfs/_html_names.pyx, udfs/_minimal_html.pyx, "
+                      "udfs/_blocks.pyx) are not built: install corpusmill with pip (`pip install -e .` in the "
+                      "clone), which compiles them") from exc
 
 # Words (a class token or id split at "-", "_", digits and camelCase humps) naming page furniture.
 _FURNITURE_WORDS = frozenset("""
@@ -272,8 +274,9 @@ _BOILERPLATE = re.compile(r"^(?:" + "|".join(f"(?:{p})" for p in _FURNITURE_LINE
 # Phrases that make a short line furniture wherever they stand in it, and a cookie notice (the word
 # and a word about using or accepting it). Searched for, not written as ".*phrase.*" in the pattern
 # above: there each of them cost every line a backtracking scan, four times the CPU of the rest.
-_FURNITURE_PHRASES = re.compile(r"\b(?:privacy policy|terms of (?:use|service)|datenschutzerklärung|nutzungsbedingungen"
-                                r"|all rights reserved|alle rechte vorbehalten|newsletter|sign up here)\b")
+_PHRASES = ("privacy policy", "terms of use", "terms of service", "datenschutzerklärung", "nutzungsbedingungen",
+            "all rights reserved", "alle rechte vorbehalten", "newsletter", "sign up here")
+_FURNITURE_PHRASES = re.compile(r"\b(?:" + "|".join(map(re.escape, _PHRASES)) + r")\b")
 _COOKIE = re.compile(r"\bcookies?\b")
 _COOKIE_USE = re.compile(r"\b(?:use|uses|using|policy|settings|consent|accept|agree|browser|website|verwende[nt]?"
                          r"|nutz(?:t|en)|einstellungen|richtlinie|akzeptieren|zustimmen|utilise|utilisons|acepta[rs]?"
@@ -304,7 +307,8 @@ _REGEX_CASE_FOLD = str.maketrans({"İ": "i", "ı": "i", "ſ": "s"})
 
 
 def _case_folded(line: str) -> str:
-    return (line if line.isascii() else line.translate(_REGEX_CASE_FOLD)).lower()
+    # (three searches for those letters are several times cheaper than a translation that finds none)
+    return (line.translate(_REGEX_CASE_FOLD) if "ı" in line or "İ" in line or "ſ" in line else line).lower()
 
 
 def is_boilerplate_line(line: str) -> bool:
@@ -314,19 +318,36 @@ def is_boilerplate_line(line: str) -> bool:
     return _is_furniture_line(stripped)
 
 
-# Cached: the block pass asks about each line, then the line pass about the same lines again.
+# Cached: a site repeats its furniture lines on every page. (The line pass reuses the block pass's
+# verdict on a unit's text, ``Unit.furniture``, and asks here only about the lines of a unit of several.)
 @lru_cache(maxsize=4096)
 def _is_furniture_line(line: str) -> bool:
     folded = _case_folded(line)
-    if _BOILERPLATE.match(folded) or _DATELINE.match(folded) or _LINK_BAR.match(line):
+    # Each pattern after the first only where the line has what it needs (a digit, two separators, a
+    # phrase), found by a scan or a substring search several times cheaper than the pattern. (The
+    # digit is looked for before case folding, which makes no digit: tests/test_boilerplate.py.)
+    marks = line_marks(line)
+    if (_BOILERPLATE.match(folded) or (marks & HAS_DIGIT and _DATELINE.match(folded))
+            or (marks & HAS_TWO_SEPARATORS and _LINK_BAR.match(line))):
         return True
     # (as whole-line patterns with ".*", the phrases did not match across a line break)
-    return "\n" not in line and bool(_FURNITURE_PHRASES.search(folded) or (
-        "cookie" in folded and _COOKIE.search(folded) and _COOKIE_USE.search(folded)))
+    return "\n" not in line and bool(
+        (any(phrase in folded for phrase in _PHRASES) and _FURNITURE_PHRASES.search(folded))
+        or ("cookie" in folded and _COOKIE.search(folded) and _COOKIE_USE.search(folded)))
 
 
 def drop_boilerplate_lines(text: str) -> str:
     return "\n".join(line for line in text.split("\n") if not is_boilerplate_line(line))
+
+
+def unit_lines(unit: Unit) -> list:
+    """The lines of a unit's text that the line pass keeps: those of ``drop_boilerplate_lines(unit.text)``,
+    with the block pass's verdict on a one-line text (``unit.furniture``) taken as it stands."""
+    text = unit.text
+    if "\n" in text:
+        return [line for line in text.split("\n") if not is_boilerplate_line(line)]
+    furniture = is_boilerplate_line(text) if unit.furniture is None else unit.furniture
+    return [] if furniture else [text]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -340,22 +361,8 @@ def drop_boilerplate_lines(text: str) -> str:
 # outside them: ``units_of`` (udfs/_minimal_html.pyx, one compiled pass; its docstring gives the
 # regular expressions it is equal to, which tests/test_boilerplate.py compares it with).
 
-# Units are stripped: a sentence ends in their last character.
-_SENTENCE_END_CHARS = frozenset(""".!?。！？…:;"'”»)""")
-# Punctuation (1) and digits (2) by code point (the Basic Multilingual Plane), counted for a page at once.
-_CHAR_CLASS = np.zeros(0x10000, dtype=np.uint8)
-_CHAR_CLASS[[ord(c) for c in ".,;:!?。，、；：！？"]] = 1
-_CHAR_CLASS[[ord(c) for c in "0123456789０１２３４５６７８９"]] = 2
 # A long paragraph with few links anchors the main content; distances are counted from these.
 ANCHOR_CHARS = 200
-
-
-FEATURES = (
-    "bias", "log_chars", "log_words", "link_density", "mostly_links", "sentence_end", "punctuation_per_word",
-    "digit_share", "furniture_line", "is_heading", "prev_log_chars", "prev_link_density", "next_log_chars",
-    "next_link_density", "window_log_chars", "chars_share", "page_log_chars", "page_log_units", "anchor_share",
-    "before_first_anchor", "after_last_anchor", "log_anchor_distance", "is_anchor",
-)
 
 
 def unit_features(units: list) -> np.ndarray:
@@ -365,46 +372,12 @@ def unit_features(units: list) -> np.ndarray:
     what a heading needs around it, which a fixed rule ("keep headings before kept text") got wrong
     for the headings of related-article lists. The other elements (paragraph, list line) are left
     out, as is the unit's position on the page (it would penalise the second half of long documents).
+    Computed in one compiled loop (udfs/_blocks.pyx, whose docstring says how); each unit's
+    ``furniture`` is set on the way (``is_boilerplate_line`` of its text).
     """
-    n = len(units)
-    if not n:
-        return np.zeros((0, len(FEATURES)))
-    # Per-unit tests in one pass; punctuation and digits counted once over the page's text (the
-    # units joined by newlines); the rest is whole-column arithmetic.
-    text_tests = np.array([
-        (u.chars, u.link_chars, u.words, u.text[-1] in _SENTENCE_END_CHARS, is_boilerplate_line(u.text),
-         u.kind[0] == "h") for u in units], dtype=float)
-    chars, link_chars, words = text_tests[:, 0], text_tests[:, 1], text_tests[:, 2]
-    page_text = "\n".join([u.text for u in units])
-    starts = np.concatenate([[0], np.cumsum(chars[:-1] + 1)]).astype(np.int64)
-    codes = np.frombuffer(page_text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    char_class = _CHAR_CLASS[np.minimum(codes, 0xFFFF)]
-    punctuation = np.add.reduceat(char_class == 1, starts)
-    digits = np.add.reduceat(char_class == 2, starts)
-    total = chars.sum()
-    density = link_chars / chars
-    log_chars = np.log1p(chars)
-    index = np.arange(n)
-    anchors = np.flatnonzero((chars >= ANCHOR_CHARS) & (density < 0.3))
-    if len(anchors):
-        # Distance to the nearest anchor: the anchors on either side of each unit.
-        after = np.minimum(np.searchsorted(anchors, index), len(anchors) - 1)
-        before = np.maximum(after - 1, 0)
-        distance = np.minimum(np.abs(anchors[after] - index), np.abs(anchors[before] - index))
-        first, last = anchors[0], anchors[-1]
-    else:
-        distance, first, last = np.full(n, n), n, -1
-    padded = np.concatenate([[0.0, 0.0], chars, [0.0, 0.0]])
-    window = sum(padded[k:k + n] for k in range(5))
-    columns = [
-        np.ones(n), log_chars, np.log1p(words), density, density > 0.8, text_tests[:, 3],
-        np.minimum(punctuation / words, 2.0), digits / chars, text_tests[:, 4], text_tests[:, 5],
-        np.concatenate([[0.0], log_chars[:-1]]), np.concatenate([[1.0], density[:-1]]),
-        np.concatenate([log_chars[1:], [0.0]]), np.concatenate([density[1:], [1.0]]),
-        np.log1p(window), chars / total, np.full(n, math.log1p(total)), np.full(n, math.log1p(n)),
-        np.full(n, len(anchors) / n), index < first, index > last, np.log1p(distance), distance == 0,
-    ]
-    return np.column_stack(columns).astype(float)
+    rows = np.empty((len(units), len(FEATURES)))
+    fill_unit_features(units, is_boilerplate_line, ANCHOR_CHARS, rows)
+    return rows
 
 
 class BlockModel:
@@ -428,7 +401,8 @@ class BlockModel:
         return cls(model["weights"], model["threshold"], model["context_margin"])
 
     def scores(self, units: list) -> list:
-        return (unit_features(units) @ self._weights).tolist()
+        """Each unit's features dotted with the weights, in the same compiled loop (no feature matrix)."""
+        return unit_scores(units, is_boilerplate_line, ANCHOR_CHARS, self._weights)
 
     def keeps(self, units: list) -> list:
         return self.decide(units, self.scores(units))

@@ -11,7 +11,7 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import detect_encoding
 from resiliparse.parse.html import HTMLTree
 
-from udfs.boilerplate import BlockModel, Unit, drop_boilerplate_lines, furniture_selector, units_of
+from udfs.boilerplate import BlockModel, Unit, drop_boilerplate_lines, furniture_selector, unit_lines, units_of
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 # Declared labels that browsers decode with a superset codec (WHATWG encoding standard).
@@ -168,6 +168,17 @@ def join_units(units: List[Unit]) -> str:
     return "".join(parts)
 
 
+def kept_text(units: List[Unit]) -> str:
+    """``drop_boilerplate_lines(join_units(units))``: the units joined, after the line pass, with each
+    one-line unit's verdict taken from the block pass (``unit_lines``) instead of being asked again."""
+    lines = []
+    for previous, unit in zip([None] + units, units):
+        if previous is not None and not previous.kind == unit.kind == "text":
+            lines.append("")  # the blank line between paragraphs
+        lines += unit_lines(unit)
+    return "\n".join(lines)
+
+
 def extract_main_text(html: str, extractor: str = "resiliparse", boilerplate_filter: bool = True) -> str:
     """Main content of a page as plain text, paragraphs separated by newlines.
 
@@ -181,4 +192,4 @@ def extract_main_text(html: str, extractor: str = "resiliparse", boilerplate_fil
         return drop_boilerplate_lines(text) if boilerplate_filter else text
     if not boilerplate_filter:
         return extract_plain_text(html, **_MAIN_CONTENT)
-    return drop_boilerplate_lines(join_units(kept_units(html)[0]))
+    return kept_text(kept_units(html)[0])
