@@ -20,6 +20,7 @@ Documents in a language with an n-gram model also get ``perplexity``; a second p
 from __future__ import annotations
 
 import json
+from collections import Counter
 from contextlib import ExitStack
 from typing import Iterator
 
@@ -82,16 +83,20 @@ class FilterStage(Stage):
         if not parts:
             return {"rules": [], "languages": {}, "ppl_cutoffs": facts["ppl_cutoffs"]}
         written = self.spark.read.parquet(*parts)
-        first_hit = {r[0]: r[1] for r in written.groupBy("reject_rule").count().collect() if r[0]}
+        # One query for both: a few rows per (rule, language).
+        first_hit: Counter = Counter()
+        languages: Counter = Counter()
+        for rule, lang, n in written.groupBy("reject_rule", "lang").count().collect():
+            if rule:
+                first_hit[rule] += n
+            languages[lang or "-"] += n
         alone = {r[0]: r[1] for r in
                  written.select(F.explode("failed_rules").alias("rule")).groupBy("rule").count().collect()}
-        languages = (written.groupBy("lang").count()
-                     .orderBy(F.desc("count"), "lang").limit(_TOP_LANGUAGES).collect())
         stats = {
             # In evaluation order: the funnel reads top to bottom.
             "rules": [{"rule": name, "first_hit": first_hit.get(name, 0), "alone": alone.get(name, 0)}
                       for name in self.settings.rule_names()],
-            "languages": {r["lang"] or "-": r["count"] for r in languages},
+            "languages": dict(sorted(languages.items(), key=lambda item: (-item[1], item[0]))[:_TOP_LANGUAGES]),
             "ppl_cutoffs": facts["ppl_cutoffs"],
         }
         if fs.exists(f"{stage_dir}/rejected") and self.settings.samples_per_rule:
@@ -107,7 +112,8 @@ class FilterStage(Stage):
         picked = spot_check_picks(rejected.select("id", "reject_rule", "text"), "reject_rule",
                                   self.settings.samples_per_rule).select("id", "reject_rule", "_hash")
         samples = rejected.join(F.broadcast(picked), ["id", "reject_rule"]).select(*SAMPLE_COLUMNS, "_hash")
-        rows = scrubbed(samples, self.cfg.pii).orderBy("reject_rule", "_hash", "id").collect()
+        # Sorted here, not by Spark: a sort would run the scrubber twice (once to sample the range bounds).
+        rows = sorted(scrubbed(samples, self.cfg.pii).collect(), key=lambda r: (r["reject_rule"], r["_hash"], r["id"]))
         by_rule: dict = {}
         for row in rows:
             record = {c: row[c] for c in SAMPLE_COLUMNS}
