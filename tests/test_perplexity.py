@@ -89,6 +89,50 @@ def test_arpa_round_trip_and_vectorised_scoring_match_the_reference(name, tmp_pa
     assert vectorised.token_scores(test) == pytest.approx(reference, abs=1e-9)
 
 
+def assert_same_tables(loaded, reference):
+    assert list(loaded.vocab.items()) == list(reference.vocab.items())
+    assert (loaded.order, loaded.unk, loaded.bos, loaded.eos) == (reference.order, reference.unk, reference.bos, reference.eos)
+    for n in range(reference.order):
+        for mine, theirs in ((loaded.keys, reference.keys), (loaded.logp, reference.logp), (loaded.bow, reference.bow)):
+            assert mine[n].dtype == theirs[n].dtype and np.array_equal(mine[n], theirs[n]), n
+
+
+@pytest.mark.parametrize("name", ["toy.arpa", "toy.arpa.gz"])
+def test_load_reads_the_tables_read_arpa_gives(name, tmp_path):
+    write_arpa(estimate(toy_sentences(), order=3, min_count=2, prune=[0, 1]), str(tmp_path / name))
+    assert_same_tables(NgramModel.load(str(tmp_path / name)), NgramModel(read_arpa(str(tmp_path / name))))
+    shipped = str(MODELS_DIR / "en.arpa.gz")
+    assert_same_tables(NgramModel.load(shipped), NgramModel(read_arpa(shipped)))
+
+
+def test_load_hands_other_forms_to_read_arpa(tmp_path):
+    """Space-separated fields and stray spaces (which read_arpa strips) give the same model, a
+    repeated n-gram read_arpa's (the last line wins), a count that differs from the header its error."""
+    plain = tmp_path / "toy.arpa"
+    write_arpa(estimate(toy_sentences(), order=3, min_count=2), str(plain))
+    reference = NgramModel(read_arpa(str(plain)))
+    lines = plain.read_text(encoding="utf-8").split("\n")
+    is_entry = [bool(re.match(r"^-?[\d.e-]+\t", line)) for line in lines]
+    variants = {
+        "spaces.arpa": [line.replace("\t", " ") if entry else line for line, entry in zip(lines, is_entry)],
+        "trailing.arpa": [line + "  " if entry else line for line, entry in zip(lines, is_entry)],
+        # (on n-grams without a backoff, the one field a number does not guard)
+        "no-break.arpa": [line + "\u00a0" if entry and line.count("\t") == 1 else line
+                          for line, entry in zip(lines, is_entry)],
+    }
+    for name, variant in variants.items():
+        (tmp_path / name).write_text("\n".join(variant), encoding="utf-8")
+        assert_same_tables(NgramModel.load(str(tmp_path / name)), reference)
+    first = is_entry.index(True)
+    repeated = lines[:first + 1] + ["-0.5\t" + lines[first].split("\t")[1]] + lines[first + 1:]
+    (tmp_path / "repeated.arpa").write_text("\n".join(repeated), encoding="utf-8")
+    assert_same_tables(NgramModel.load(str(tmp_path / "repeated.arpa")),
+                       NgramModel(read_arpa(str(tmp_path / "repeated.arpa"))))
+    (tmp_path / "short.arpa").write_text("\n".join(lines[:first] + lines[first + 1:]), encoding="utf-8")
+    with pytest.raises(ValueError, match="ARPA header declares"):
+        NgramModel.load(str(tmp_path / "short.arpa"))
+
+
 def test_tokenizer_normalises_width_case_digits_and_splits_cjk_characters():
     tokens = tokenize("Ｈｅｌｌｏ，世界 in 2024—Done!")
     assert tokens == ["hello", ",", "世", "界", "in", "0", "—", "done", "!"]
