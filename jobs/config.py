@@ -39,6 +39,8 @@ class SparkConfig:
         "spark.sql.execution.arrow.maxRecordsPerBatch": 2000,
         # Local mode: the client compiler only (see conf/local.yaml).
         "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+        # No web UI in local runs (see conf/local.yaml).
+        "spark.ui.enabled": False,
     })
 
     def validate(self, prefix: str) -> None:
