@@ -16,7 +16,7 @@ from conftest import shared
 from tools.extraction_devsets import load_readability, load_trafilatura_eval, score
 from udfs import boilerplate
 from udfs._html_names import NameScanner
-from udfs._blocks import HAS_DIGIT, HAS_TWO_SEPARATORS, line_marks
+from udfs._blocks import HAS_DIGIT, HAS_PHRASE, HAS_TWO_SEPARATORS, line_marks
 from udfs.boilerplate import (ANCHOR_CHARS, FEATURES, BlockModel, Unit, drop_boilerplate_lines, furniture_selector,
                                is_boilerplate_line, is_furniture_name, name_kind, unit_features, unit_lines, units_of)
 from udfs.html import (_MAIN_CONTENT_HTML, _WHOLE_PAGE_HTML, BLOCK_MODEL_PATH, UNDO_CHECK_CHARS, block_model,
@@ -630,22 +630,26 @@ def test_line_pre_checks_change_no_verdict_on_random_lines():
         assert is_boilerplate_line(line) is _is_boilerplate_line_reference(line), repr(line)
 
 
-def test_the_digit_mark_is_what_the_dateline_pattern_needs_in_every_folded_character():
-    """The dateline pattern needs a digit (``\\d``) in the case-folded line; the mark is taken on the line
-    before folding: for every character of Unicode, its folding has a digit only if it is one, and the
-    mark says so exactly where ``\\d`` matches it."""
+def test_the_link_bar_separators_are_left_as_they_are_by_case_folding():
+    """The separators are counted in the case-folded line, the link-bar pattern reads the line itself."""
+    separators = "|»>›•·/"
+    assert all(boilerplate._case_folded(c) == c for c in separators)
+    assert all(line_marks(c) == 0 for c in separators) and line_marks(separators) == HAS_TWO_SEPARATORS
+
+
+def test_the_digit_mark_is_where_the_dateline_pattern_finds_a_digit():
     digit = re.compile(r"\d")
     for code_point in range(0x110000):
         char = chr(code_point)
-        is_digit = bool(digit.match(char))
-        assert bool(line_marks(char) & HAS_DIGIT) is is_digit, hex(code_point)
-        assert is_digit or not digit.search(boilerplate._case_folded(char)), hex(code_point)
+        assert bool(line_marks(char) & HAS_DIGIT) is bool(digit.match(char)), hex(code_point)
 
 
-def test_the_separator_mark_counts_the_link_bar_separators():
-    assert line_marks("Home | News") == 0 and line_marks("a » b › c") == HAS_TWO_SEPARATORS
+def test_line_marks():
+    assert line_marks("home | news") == 0 and line_marks("a » b › c") == HAS_TWO_SEPARATORS
     assert line_marks("1/2") == HAS_DIGIT and line_marks("٣ • · ") == HAS_DIGIT | HAS_TWO_SEPARATORS
     assert line_marks("") == 0 and line_marks("<a>") == 0 and line_marks("a>b/c") == HAS_TWO_SEPARATORS
+    assert line_marks("see our privacy policy", ("newsletter", "privacy policy")) == HAS_PHRASE
+    assert line_marks("privacy", ("newsletter", "privacy policy")) == 0
     assert boilerplate._LINK_BAR.match("Home | News | Sport") and not boilerplate._LINK_BAR.match("Home | News")
 
 

@@ -169,12 +169,14 @@ def unit_scores(list units, furniture_line, double anchor_chars, const double[::
     return scores
 
 
-# Cheap necessary conditions for the line pass's patterns (udfs/boilerplate.py), found in one scan of a line.
-HAS_DIGIT = 1  # a decimal digit (what "\d" matches): a dateline has one
+# Cheap necessary conditions for the line pass's patterns (udfs/boilerplate.py), found in one scan of a
+# case-folded line and a search for each phrase.
+HAS_DIGIT = 1  # a decimal digit (what "\\d" matches): a dateline has one
 HAS_TWO_SEPARATORS = 2  # two characters of "|»>›•·/": a link bar has one between each two items
+HAS_PHRASE = 4  # one of the phrases given
 
 
-def line_marks(str line):
+def line_marks(str line, tuple phrases=()):
     """The ``HAS_…`` marks of ``line``, or-ed."""
     cdef int kind = PyUnicode_KIND(line), marks = 0
     cdef void *data = PyUnicode_DATA(line)
@@ -184,6 +186,11 @@ def line_marks(str line):
         c = PyUnicode_READ(kind, data, pos)
         if c == 124 or c == 0xBB or c == 62 or c == 0x203A or c == 0x2022 or c == 0xB7 or c == 47:
             separators += 1
-        elif Py_UNICODE_ISDECIMAL(c):
+        elif (48 <= c <= 57) if c < 128 else Py_UNICODE_ISDECIMAL(c):
             marks |= HAS_DIGIT
-    return marks | (HAS_TWO_SEPARATORS if separators >= 2 else 0)
+    if separators >= 2:
+        marks |= HAS_TWO_SEPARATORS
+    for phrase in phrases:
+        if phrase in line:
+            return marks | HAS_PHRASE
+    return marks

@@ -31,7 +31,8 @@ from functools import lru_cache
 import numpy as np
 
 try:
-    from udfs._blocks import FEATURES, HAS_DIGIT, HAS_TWO_SEPARATORS, fill_unit_features, line_marks, unit_scores
+    from udfs._blocks import (FEATURES, HAS_DIGIT, HAS_PHRASE, HAS_TWO_SEPARATORS, fill_unit_features, line_marks,
+                              unit_scores)
     from udfs._html_names import NameScanner
     from udfs._minimal_html import Unit, units_of
 except ImportError as exc:  # a checkout that pip has not built, or a shipped udfs/ without the .so
@@ -324,16 +325,15 @@ def is_boilerplate_line(line: str) -> bool:
 def _is_furniture_line(line: str) -> bool:
     folded = _case_folded(line)
     # Each pattern after the first only where the line has what it needs (a digit, two separators, a
-    # phrase), found by a scan or a substring search several times cheaper than the pattern. (The
-    # digit is looked for before case folding, which makes no digit: tests/test_boilerplate.py.)
-    marks = line_marks(line)
+    # phrase), found in one compiled scan several times cheaper than the patterns. (The separators are
+    # counted in the folded line: folding leaves them as they are, tests/test_boilerplate.py.)
+    marks = line_marks(folded, _PHRASES)
     if (_BOILERPLATE.match(folded) or (marks & HAS_DIGIT and _DATELINE.match(folded))
             or (marks & HAS_TWO_SEPARATORS and _LINK_BAR.match(line))):
         return True
     # (as whole-line patterns with ".*", the phrases did not match across a line break)
-    return "\n" not in line and bool(
-        (any(phrase in folded for phrase in _PHRASES) and _FURNITURE_PHRASES.search(folded))
-        or ("cookie" in folded and _COOKIE.search(folded) and _COOKIE_USE.search(folded)))
+    return "\n" not in line and bool((marks & HAS_PHRASE and _FURNITURE_PHRASES.search(folded)) or (
+        "cookie" in folded and _COOKIE.search(folded) and _COOKIE_USE.search(folded)))
 
 
 def drop_boilerplate_lines(text: str) -> str:
