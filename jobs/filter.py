@@ -105,18 +105,20 @@ class FilterStage(Stage):
 
     def write_samples(self, fs: HadoopFS, stage_dir: str) -> dict:
         """Up to ``samples_per_rule`` rejected documents per rule, chosen by a hash of the id (the
-        same documents on every run, no two with the same text), as ``samples/<rule>.jsonl`` with
-        text and URL scrubbed (a document the scrubber cannot finish shows no text and the reason
-        in ``error``); returns rule -> file."""
+        same documents on every run, no two with the same text) and in its order, as
+        ``samples/<rule>.jsonl`` with text and URL scrubbed and the raw text's length in ``chars`` (a
+        document the scrubber cannot finish shows no text and the reason in ``error``); returns
+        rule -> file. The run report shows the first few of each file."""
         rejected = self.spark.read.parquet(f"{stage_dir}/rejected")
         picked = spot_check_picks(rejected.select("id", "reject_rule", "text"), "reject_rule",
                                   self.settings.samples_per_rule).select("id", "reject_rule", "_hash")
-        samples = rejected.join(F.broadcast(picked), ["id", "reject_rule"]).select(*SAMPLE_COLUMNS, "_hash")
+        samples = rejected.join(F.broadcast(picked), ["id", "reject_rule"]).select(
+            *SAMPLE_COLUMNS, F.coalesce(F.length("text"), F.lit(0)).alias("chars"), "_hash")
         # Sorted here, not by Spark: a sort would run the scrubber twice (once to sample the range bounds).
         rows = sorted(scrubbed(samples, self.cfg.pii).collect(), key=lambda r: (r["reject_rule"], r["_hash"], r["id"]))
         by_rule: dict = {}
         for row in rows:
-            record = {c: row[c] for c in SAMPLE_COLUMNS}
+            record = {c: row[c] for c in SAMPLE_COLUMNS + ["chars"]}
             if row["error"]:
                 record["error"] = row["error"]
             by_rule.setdefault(row["reject_rule"], []).append(json.dumps(record, ensure_ascii=False))

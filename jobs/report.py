@@ -7,12 +7,14 @@ figures, still gets a report with the sections that apply.
 
 The report is the file people share, so every excerpt and URL it shows passes through the pii
 stage's scrubber (``jobs.scrub.scrubbed``, with the run's ``pii`` settings) first: the rejected samples
-of extract and filter come from before the pii stage and are raw on disk.
+of extract and filter come from before the pii stage and are raw on disk. A stage that writes its own
+scrubbed spot-check files (filter's ``samples/``) is shown from them.
 
     corpusmill report --output out --run demo     # (re)write it for a finished or partial run
 """
 from __future__ import annotations
 
+import json
 import time
 from html import escape
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -110,6 +112,10 @@ class RunFacts:
         if isinstance(in_urls, dict):
             facts.url_pii_counts = {str(k): int(v) for k, v in in_urls.items()}
         for stage in stats:
+            written = stats[stage].get("samples")
+            if isinstance(written, dict) and written:  # the stage's own spot-check files, scrubbed already
+                facts.samples[stage] = written_samples(fs, f"{run_dir}/{stage}", written)
+                continue
             rejected = read(stage, "rejected")
             if rejected is not None:
                 facts.samples[stage] = rejected_samples(rejected, pii_config, stats[stage].get("rejected"))
@@ -186,6 +192,21 @@ def rejected_samples(rejected: DataFrame, pii: PiiConfig, counts: Optional[Dict[
     # Sorted here, not by Spark: a sort would run the scrubber twice (once to sample the range bounds).
     rows = sorted(shown.collect(), key=lambda r: (r["reason"], r["_rank"]))
     return [{k: v for k, v in row.asDict().items() if k not in ("_hash", "_rank")} for row in rows]
+
+
+def written_samples(fs: HadoopFS, stage_dir: str, files: Dict[str, str]) -> List[dict]:
+    """The first ``SAMPLES_PER_REASON`` documents of each of a stage's spot-check files (reason ->
+    file under ``stage_dir``; written scrubbed, in the order of the hash ``rejected_samples`` picks
+    by), as ``rejected_samples`` gives them."""
+    shown = []
+    for reason in sorted(files):
+        for line in fs.read_text(f"{stage_dir}/{files[reason]}").splitlines()[:SAMPLES_PER_REASON]:
+            doc = json.loads(line)
+            text = doc.get("text")
+            shown.append({"id": doc.get("id"), "reason": reason, "url": doc.get("url"),
+                          "reject_value": doc.get("reject_value"), "chars": doc.get("chars"),
+                          "text": text[:EXCERPT_CHARS] if text else text, "unshown": doc.get("error")})
+    return shown
 
 
 def _short(n: float) -> str:

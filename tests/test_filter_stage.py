@@ -98,3 +98,30 @@ def test_rejected_samples_are_written_per_rule_and_repeat_across_runs(spark, fil
     second = {rule: [json.loads(line)["id"] for line in (second_dir / relative).read_text().splitlines()]
               for rule, relative in again["samples"].items()}
     assert second == first
+
+
+def test_report_shows_the_first_documents_of_the_sample_files(spark, filtered, tmp_path):
+    """The report reads filter's spot-check files (scrubbed when written) instead of scrubbing again:
+    a copy of the run whose files were edited shows the edit."""
+    import shutil
+
+    from jobs.fs import HadoopFS
+    from jobs.report import EXCERPT_CHARS, SAMPLES_PER_REASON, RunFacts
+    from udfs.pii import PiiConfig
+
+    _, stage_dir, stats = filtered
+    raw = {r["id"]: r["text"] for r in read(spark, stage_dir / "rejected").to_dict("records")}
+    run_dir = tmp_path / "run"
+    shutil.copytree(stage_dir, run_dir / "filter")
+    expected = []
+    for rule in sorted(stats["samples"]):
+        path = run_dir / "filter" / stats["samples"][rule]
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        assert all(r["chars"] == len(raw[r["id"]]) for r in records)
+        records[0]["text"] = f"edited sample of {rule}"
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+        path.with_name(f".{path.name}.crc").unlink(missing_ok=True)  # Hadoop's checksum of the old text
+        expected += [(rule, r["id"], r["text"][:EXCERPT_CHARS], r["chars"]) for r in records[:SAMPLES_PER_REASON]]
+    facts = RunFacts.collect(spark, HadoopFS(spark), str(run_dir), PiiConfig())
+    shown = [(s["reason"], s["id"], s["text"], s["chars"]) for s in facts.samples["filter"]]
+    assert shown == expected and len(shown) >= len(stats["samples"])
