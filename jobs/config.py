@@ -42,6 +42,9 @@ class SparkConfig:
         # No web UI in local runs (see conf/local.yaml).
         "spark.ui.enabled": False,
     })
+    # Where a JVM that corpusmill starts itself keeps its loaded classes between runs (see
+    # jobs/spark.py, ClassArchive); "" = not kept. spark-submit and notebooks start their own JVM.
+    class_archive_dir: str = "~/.cache/corpusmill/jvm"
 
     def validate(self, prefix: str) -> None:
         for key, value in self.conf.items():

@@ -54,7 +54,7 @@ def test_cli_reports_config_error_in_one_line_and_exit_code_2(tmp_path, capsys):
     path = write(tmp_path, "bad.yaml", "spark: {mastr: local}\n")
     assert main(["run", "--config", str(path), "--input", "x.warc"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "corpusmill: spark.mastr: unknown key (allowed: app_name, conf, master)"
+    assert err == "corpusmill: spark.mastr: unknown key (allowed: app_name, class_archive_dir, conf, master)"
 
 
 def test_cli_rejects_unknown_stage(capsys):

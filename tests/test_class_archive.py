@@ -1,0 +1,62 @@
+"""The JVM's class archive (jobs/spark.py, ClassArchive): written by a run's JVM as it exits and
+renamed only then, mapped by the runs after it, written by one run at a time, and a damaged one is
+deleted while the run goes on without it."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+from jobs.spark import ClassArchive
+
+# A run in its own process (the archive is written when its JVM exits): the JVM's options, then a count.
+RUN = """
+import sys
+from jobs.config import load
+from jobs.spark import get_session
+spark = get_session(load(overrides={"spark": {"master": "local[1]", "class_archive_dir": sys.argv[1]}}).spark)
+jvm = spark.sparkContext._jvm
+print("options:", " ".join(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()))
+print("count:", spark.range(7).count())
+"""
+
+
+def run(cache, cwd):
+    result = subprocess.run([sys.executable, "-c", RUN, str(cache)], cwd=cwd, capture_output=True, text=True,
+                            timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert result.returncode == 0 and "count: 7" in result.stdout, result.stderr[-3000:]
+    return result
+
+
+@pytest.mark.service  # JVMs of their own
+def test_first_run_writes_the_archive_at_exit_later_runs_map_it_a_damaged_one_is_dropped(tmp_path):
+    cache = tmp_path / "jvm"
+    first = run(cache, tmp_path)
+    archives = list(cache.glob("spark-*.jsa"))
+    assert len(archives) == 1 and archives[0].stat().st_size > 10 ** 6
+    assert f"-XX:ArchiveClassesAtExit={archives[0]}." in first.stdout  # written under a temporary name
+    assert "keeping the JVM's classes" in first.stderr
+    assert not list(cache.glob("*.tmp"))
+
+    second = run(cache, tmp_path)
+    assert f"-XX:SharedArchiveFile={archives[0]}" in second.stdout
+    assert "keeping" not in second.stderr and "[cds]" not in second.stdout + second.stderr
+
+    archives[0].write_bytes(archives[0].read_bytes()[:10 ** 6])  # cut short: HotSpot crashes on it
+    third = run(cache, tmp_path)
+    assert "did not start with the class archive" in third.stderr
+    assert "SharedArchiveFile" not in third.stdout and not archives[0].exists()
+
+
+def test_one_run_writes_at_a_time_and_a_killed_runs_claim_expires(tmp_path):
+    archive = ClassArchive(str(tmp_path))
+    claim = archive.path.with_name(f"{archive.path.name}.1.tmp")
+    claim.touch()
+    assert ClassArchive(str(tmp_path)).jvm_options() == ""  # another run is writing it
+    old = time.time() - ClassArchive.STALE_S - 60
+    os.utime(claim, (old, old))
+    options = archive.jvm_options()
+    assert not claim.exists() and archive.pending.exists()
+    assert options == f"-XX:ArchiveClassesAtExit={archive.pending} -Xlog:cds*=off"
