@@ -93,7 +93,9 @@ class RunFacts:
                 if kept_rows > LENGTH_SAMPLE:
                     facts.length_sample = LENGTH_SAMPLE / kept_rows
                     kept = kept.sample(False, facts.length_sample, seed=0)
-                facts.length_histogram = length_histogram(kept)
+                # filter's rows carry their text's length (n_chars, a later stage may change the text).
+                length = F.col("n_chars") if facts.length_stage == "filter" and "n_chars" in kept.columns else None
+                facts.length_histogram = length_histogram(kept, length)
         scored = scores_by_outcome(read("score", "kept"), read("score", "rejected"))
         if scored is not None:
             facts.score_histogram = score_histogram(scored)
@@ -122,9 +124,11 @@ class RunFacts:
         return facts
 
 
-def length_histogram(docs: DataFrame) -> List[Tuple[str, int]]:
-    """Documents per power-of-two length bin (characters): web text lengths span five decades."""
-    bins = docs.select(F.floor(F.log2(F.greatest(F.length("text"), F.lit(1)))).cast("int").alias("b"))
+def length_histogram(docs: DataFrame, length=None) -> List[Tuple[str, int]]:
+    """Documents per power-of-two length bin (characters): web text lengths span five decades.
+    ``length``: a column that holds the text's length, read instead of the text where there is one."""
+    length = F.length("text") if length is None else length
+    bins = docs.select(F.floor(F.log2(F.greatest(length, F.lit(1)))).cast("int").alias("b"))
     counts = {r["b"]: r["count"] for r in bins.groupBy("b").count().collect()}
     if not counts:
         return []

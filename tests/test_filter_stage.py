@@ -125,3 +125,18 @@ def test_report_shows_the_first_documents_of_the_sample_files(spark, filtered, t
     facts = RunFacts.collect(spark, HadoopFS(spark), str(run_dir), PiiConfig())
     shown = [(s["reason"], s["id"], s["text"], s["chars"]) for s in facts.samples["filter"]]
     assert shown == expected and len(shown) >= len(stats["samples"])
+
+
+def test_report_length_histogram_reads_n_chars_and_equals_the_texts_lengths(spark, filtered):
+    from pyspark.sql import functions as F
+
+    from jobs.fs import HadoopFS
+    from jobs.report import RunFacts, length_histogram
+    from udfs.pii import PiiConfig
+
+    _, stage_dir, _ = filtered
+    kept = spark.read.parquet(str(stage_dir / "kept"))
+    assert kept.where(F.col("n_chars") != F.length("text")).count() == 0
+    facts = RunFacts.collect(spark, HadoopFS(spark), str(stage_dir.parent), PiiConfig())
+    assert facts.length_stage == "filter"
+    assert facts.length_histogram == length_histogram(kept) and sum(n for _, n in facts.length_histogram) == 10
