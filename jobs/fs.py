@@ -5,10 +5,19 @@ keeps renames, deletes and the small JSON side files working the same on a lapto
 """
 from __future__ import annotations
 
+import itertools
 import json
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Optional
+from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
+
+
+def _local_path(uri: str) -> Optional[str]:
+    """The path of a ``file:`` URI, which Python reads without a round trip per call to the JVM (a
+    path without a scheme may be HDFS: the cluster's default file system decides)."""
+    parts = urlsplit(uri)
+    return parts.path if parts.scheme == "file" and parts.netloc in ("", "localhost") else None
 
 
 class HadoopFS:
@@ -84,10 +93,34 @@ class HadoopFS:
             out.close()
 
     def read_text(self, uri: str) -> str:
+        """A small side file's text (UTF-8), in one call to the JVM rather than one per line."""
+        local = _local_path(uri)
+        if local is not None:
+            with open(local, encoding="utf-8", errors="replace", newline="") as f:
+                return f.read()
+        stream = self._fs(uri).open(self._path(uri))
+        try:
+            data = bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+        finally:
+            stream.close()
+        return data.decode("utf-8", "replace")
+
+    def read_lines(self, uri: str, limit: int) -> List[str]:
+        """The first ``limit`` lines of a text file (UTF-8), without reading the rest."""
+        local = _local_path(uri)
+        if local is not None:
+            with open(local, encoding="utf-8", errors="replace") as f:
+                return [line.rstrip("\n") for line in itertools.islice(f, limit)]
         stream = self._fs(uri).open(self._path(uri))
         try:
             reader = self._jvm.java.io.BufferedReader(self._jvm.java.io.InputStreamReader(stream, "UTF-8"))
-            return "\n".join(iter(reader.readLine, None))
+            lines = []
+            while len(lines) < limit:
+                line = reader.readLine()
+                if line is None:
+                    break
+                lines.append(line)
+            return lines
         finally:
             stream.close()
 

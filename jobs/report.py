@@ -204,7 +204,7 @@ def written_samples(fs: HadoopFS, stage_dir: str, files: Dict[str, str]) -> List
     by), as ``rejected_samples`` gives them."""
     shown = []
     for reason in sorted(files):
-        for line in fs.read_text(f"{stage_dir}/{files[reason]}").splitlines()[:SAMPLES_PER_REASON]:
+        for line in fs.read_lines(f"{stage_dir}/{files[reason]}", SAMPLES_PER_REASON):
             doc = json.loads(line)
             text = doc.get("text")
             shown.append({"id": doc.get("id"), "reason": reason, "url": doc.get("url"),

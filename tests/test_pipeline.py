@@ -334,3 +334,17 @@ def test_a_new_run_writes_its_shards_alongside_earlier_runs_and_the_loader_reads
     with pytest.raises(config.ConfigError, match="mindrecord.earlier: .* holds documents"):
         run_pipeline(spark, packed, [str(tmp_path / "next" / "mix" / "kept")], ["pack", "mindrecord"], str(tmp_path),
                      "packed", echo=lambda _: None)
+
+
+def test_side_files_read_the_same_through_python_and_the_jvm(spark, tmp_path):
+    """``file:`` URIs are read by Python, other URIs through Hadoop's FileSystem: same text, same lines."""
+    fs = HadoopFS(spark)
+    path = tmp_path / "side.jsonl"
+    path.write_bytes("één\r\n{\"a\": 1}\nlast\rline\n\nend".encode("utf-8") + b"\xff")
+    through_jvm = str(path)  # no scheme: Hadoop's default file system (local here) reads it
+    through_python = fs.qualify(str(path))
+    assert through_python.startswith("file:")
+    assert fs.read_text(through_python) == fs.read_text(through_jvm) == path.read_bytes().decode("utf-8", "replace")
+    for limit in (0, 2, 4, 10):
+        assert fs.read_lines(through_python, limit) == fs.read_lines(through_jvm, limit)
+    assert fs.read_lines(through_jvm, 10) == ["één", '{"a": 1}', "last", "line", "", "end\ufffd"]
