@@ -61,13 +61,15 @@ class ClassArchive:
     sharing) that the first run writes as its JVM exits and later runs map instead of loading and
     verifying Spark's classes from the jars again (measured: 4-5 s less start-up and JVM CPU per run).
 
-    One archive per Java and Spark (its name hashes the java binary and Spark's jars, so an upgrade
-    of either writes a new one and the old one is deleted). It is written under a temporary name and
-    renamed only once the JVM that wrote it has exited cleanly: HotSpot reads a truncated archive
-    into a crash, so a partial file must never carry the final name. A JVM that cannot start with an
-    archive is started again without it, and the archive deleted."""
+    One archive per Java and Spark installation (its name hashes the java binary and the path and
+    names of Spark's jars: HotSpot maps an archive only for the class path it was written with); one
+    that no run has used for ``UNUSED_S`` is deleted when another is written. An archive is written
+    under a temporary name and renamed only once the JVM that wrote it has exited cleanly: HotSpot
+    reads a truncated archive into a crash, so a partial file must never carry the final name. A JVM
+    that cannot start with an archive is started again without it, and the archive deleted."""
 
     STALE_S = 3600  # a temporary archive this old belongs to a run that was killed
+    UNUSED_S = 30 * 86400
 
     def __init__(self, directory: str):
         self.directory = Path(os.path.expanduser(directory))
@@ -75,7 +77,7 @@ class ClassArchive:
         jars = Path(_find_spark_home()) / "jars"
         stat = os.stat(java)
         key = json.dumps([os.path.realpath(java), stat.st_size, stat.st_mtime_ns, pyspark.__version__,
-                          sorted(os.listdir(jars)) if jars.is_dir() else []])
+                          os.path.realpath(jars), sorted(os.listdir(jars)) if jars.is_dir() else []])
         self.path = self.directory / f"spark-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
         self.pending: Optional[Path] = None
 
@@ -96,6 +98,10 @@ class ClassArchive:
         lines) stay off the console."""
         quiet = "-Xlog:cds*=off"
         if self.path.exists():
+            try:
+                os.utime(self.path)  # in use: see UNUSED_S
+            except OSError:
+                pass
             return f"-XX:SharedArchiveFile={self.path} {quiet}"
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -133,7 +139,7 @@ class ClassArchive:
         if clean and self.pending.exists() and self.pending.stat().st_size > 0:
             os.replace(self.pending, self.path)
             for other in self.directory.glob("spark-*.jsa"):
-                if other != self.path:
+                if other != self.path and time.time() - other.stat().st_mtime > self.UNUSED_S:
                     other.unlink(missing_ok=True)
         else:
             self.pending.unlink(missing_ok=True)

@@ -1,6 +1,6 @@
 """The JVM's class archive (jobs/spark.py, ClassArchive): written by a run's JVM as it exits and
-renamed only then, mapped by the runs after it, written by one run at a time, and a damaged one is
-deleted while the run goes on without it."""
+renamed only then, mapped by the runs after it (which mark it as used), written by one run at a time,
+others unused for a month deleted, and a damaged one deleted while the run goes on without it."""
 import os
 import subprocess
 import sys
@@ -33,15 +33,25 @@ def run(cache, cwd):
 @pytest.mark.service  # JVMs of their own
 def test_first_run_writes_the_archive_at_exit_later_runs_map_it_a_damaged_one_is_dropped(tmp_path):
     cache = tmp_path / "jvm"
+    cache.mkdir()
+    unused, recent = cache / "spark-unused.jsa", cache / "spark-recent.jsa"  # other installations' archives
+    unused.write_bytes(b"x")
+    recent.write_bytes(b"x")
+    month_ago = time.time() - ClassArchive.UNUSED_S - 60
+    os.utime(unused, (month_ago, month_ago))
     first = run(cache, tmp_path)
+    assert not unused.exists() and recent.exists()
+    recent.unlink()
     archives = list(cache.glob("spark-*.jsa"))
     assert len(archives) == 1 and archives[0].stat().st_size > 10 ** 6
+    os.utime(archives[0], (month_ago, month_ago))
     assert f"-XX:ArchiveClassesAtExit={archives[0]}." in first.stdout  # written under a temporary name
     assert "keeping the JVM's classes" in first.stderr
     assert not list(cache.glob("*.tmp"))
 
     second = run(cache, tmp_path)
     assert f"-XX:SharedArchiveFile={archives[0]}" in second.stdout
+    assert time.time() - archives[0].stat().st_mtime < ClassArchive.UNUSED_S  # marked as in use
     assert "keeping" not in second.stderr and "[cds]" not in second.stdout + second.stderr
 
     archives[0].write_bytes(archives[0].read_bytes()[:10 ** 6])  # cut short: HotSpot crashes on it
