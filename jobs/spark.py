@@ -171,11 +171,14 @@ def _start_context(conf: SparkConf, archive: Optional[ClassArchive] = None) -> N
         if archive is not None and archive.pending is not None:
             archive.pending.unlink(missing_ok=True)
         if archive_option.startswith("-XX:SharedArchiveFile") and "JAVA_GATEWAY_EXITED" in str(exc):
-            print(f"corpusmill: the JVM did not start with the class archive {archive.path}; "
-                  "deleted it, starting without", file=sys.stderr)
-            archive.path.unlink(missing_ok=True)
+            # Without the archive: if the JVM fails again (a property it refuses), that error stands
+            # and the archive stays; if it starts, the archive was the cause.
             conf.set("spark.driver.extraJavaOptions", java_options)
-            return _start_context(conf)
+            _start_context(conf)
+            print(f"corpusmill: the JVM did not start with the class archive {archive.path}; "
+                  "started without it and deleted it", file=sys.stderr)
+            archive.path.unlink(missing_ok=True)
+            return
         raise
     os.close(write_fd)  # the JVM holds its own copy
     if archive is not None and archive.pending is not None:

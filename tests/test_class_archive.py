@@ -60,13 +60,15 @@ def test_first_run_writes_the_archive_at_exit_later_runs_map_it_a_damaged_one_is
     assert "SharedArchiveFile" not in third.stdout and not archives[0].exists()
 
 
-def test_one_run_writes_at_a_time_and_a_killed_runs_claim_expires(tmp_path):
+@pytest.mark.service  # a JVM of its own
+def test_a_jvm_that_refuses_a_property_leaves_the_archive_alone(tmp_path):
+    """A start that fails without the archive too is the property's fault: its error, the archive kept."""
     archive = ClassArchive(str(tmp_path))
-    claim = archive.path.with_name(f"{archive.path.name}.1.tmp")
-    claim.touch()
-    assert ClassArchive(str(tmp_path)).jvm_options() == ""  # another run is writing it
-    old = time.time() - ClassArchive.STALE_S - 60
-    os.utime(claim, (old, old))
-    options = archive.jvm_options()
-    assert not claim.exists() and archive.pending.exists()
-    assert options == f"-XX:ArchiveClassesAtExit={archive.pending} -Xlog:cds*=off"
+    archive.path.write_bytes(b"not an archive")
+    config = tmp_path / "c.yaml"
+    config.write_text(f"spark:\n  class_archive_dir: {tmp_path}\n  conf:\n    spark.driver.memory: 12 parsecs\n")
+    result = subprocess.run([sys.executable, "-m", "jobs.cli", "run", "--config", str(config), "--input", "x.warc.gz"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert result.returncode == 2 and "the JVM did not start" in result.stderr, result.stderr[-2000:]
+    assert "class archive" not in result.stderr and archive.path.exists()
