@@ -66,7 +66,8 @@ class ClassArchive:
     that no run has used for ``UNUSED_S`` is deleted when another is written. An archive is written
     under a temporary name and renamed only once the JVM that wrote it has exited cleanly: HotSpot
     reads a truncated archive into a crash, so a partial file must never carry the final name. A JVM
-    that cannot start with an archive is started again without it, and the archive deleted."""
+    that cannot start with an archive is started again without it, and the archive deleted if that
+    start succeeds."""
 
     STALE_S = 3600  # a temporary archive this old belongs to a run that was killed
     UNUSED_S = 30 * 86400
@@ -136,13 +137,16 @@ class ClassArchive:
             clean = jvm.wait(timeout=300) == 0
         except (OSError, subprocess.TimeoutExpired):
             clean = False
-        if clean and self.pending.exists() and self.pending.stat().st_size > 0:
-            os.replace(self.pending, self.path)
-            for other in self.directory.glob("spark-*.jsa"):
-                if other != self.path and time.time() - other.stat().st_mtime > self.UNUSED_S:
-                    other.unlink(missing_ok=True)
-        else:
-            self.pending.unlink(missing_ok=True)
+        try:
+            if clean and self.pending.exists() and self.pending.stat().st_size > 0:
+                os.replace(self.pending, self.path)
+                for other in self.directory.glob("spark-*.jsa"):
+                    if other != self.path and time.time() - other.stat().st_mtime > self.UNUSED_S:
+                        other.unlink(missing_ok=True)
+            else:
+                self.pending.unlink(missing_ok=True)
+        except OSError:  # another run removed a file first: nothing of ours is left half done
+            pass
 
 
 def _java_binary() -> Optional[str]:
