@@ -20,7 +20,7 @@ from udfs._blocks import HAS_DIGIT, HAS_PHRASE, HAS_TWO_SEPARATORS, line_marks
 from udfs.boilerplate import (ANCHOR_CHARS, FEATURES, BlockModel, Unit, drop_boilerplate_lines, furniture_selector,
                                is_boilerplate_line, is_furniture_name, name_kind, unit_features, unit_lines, units_of)
 from udfs.html import (_MAIN_CONTENT_HTML, _WHOLE_PAGE_HTML, BLOCK_MODEL_PATH, UNDO_CHECK_CHARS, block_model,
-                       extract_main_text, join_units, kept_text, kept_units, main_content_units, main_or_whole_page,
+                       extract_main_text, kept_text, kept_units, main_content_units, main_or_whole_page,
                        parse_page, whole_page_units)
 from udfs.text import normalize_text
 
@@ -574,7 +574,14 @@ def _unit_features_reference(units):
 
 
 def _kept_text_reference(units):
-    return "\n".join(line for line in join_units(units).split("\n") if not _is_boilerplate_line_reference(line))
+    """Paragraphs and headings apart by a blank line, consecutive lines of plain text by a newline, then
+    every line judged alone."""
+    parts = []
+    for previous, unit in zip([None] + units, units):
+        if previous is not None:
+            parts.append("\n" if previous.kind == unit.kind == "text" else "\n\n")
+        parts.append(unit.text)
+    return "\n".join(line for line in "".join(parts).split("\n") if not _is_boilerplate_line_reference(line))
 
 
 def _assert_block_pass_as_reference(units, model):

@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tools.extraction_devsets import LOADERS, SETS, score, shingles, tokens_of  # noqa: E402
-from udfs.boilerplate import FEATURES, BlockModel, drop_boilerplate_lines, unit_features  # noqa: E402
-from udfs.html import (BLOCK_MODEL_PATH, join_units, main_content_units, main_or_whole_page,  # noqa: E402
+from udfs.boilerplate import FEATURES, BlockModel, unit_features  # noqa: E402
+from udfs.html import (BLOCK_MODEL_PATH, kept_text, main_content_units, main_or_whole_page,  # noqa: E402
                         whole_page_units)
 from udfs.text import normalize_text  # noqa: E402
 
@@ -118,7 +118,7 @@ def texts(data: dict, model: BlockModel) -> List[str]:
     out = []
     for units, vectors, whole_page in zip(data["units"], data["vectors"], data["whole_page"]):
         chosen, _ = main_or_whole_page(kept(units, vectors), lambda: kept(*whole_page))
-        out.append(normalize_text(drop_boilerplate_lines(join_units(chosen))))
+        out.append(normalize_text(kept_text(chosen)))
     return out
 
 

@@ -158,19 +158,10 @@ def main_or_whole_page(kept: List[Unit], whole_page_kept: Callable[[], List[Unit
     return kept, False
 
 
-def join_units(units: List[Unit]) -> str:
-    """Paragraphs and headings apart by a blank line, consecutive lines of plain text by a newline."""
-    parts = []
-    for previous, unit in zip([None] + units, units):
-        if previous is not None:
-            parts.append("\n" if previous.kind == unit.kind == "text" else "\n\n")
-        parts.append(unit.text)
-    return "".join(parts)
-
-
 def kept_text(units: List[Unit]) -> str:
-    """``drop_boilerplate_lines(join_units(units))``: the units joined, after the line pass, with each
-    one-line unit's verdict taken from the block pass (``unit_lines``) instead of being asked again."""
+    """The units joined (paragraphs and headings apart by a blank line, consecutive lines of plain
+    text by a newline) after the line pass, each one-line unit's verdict taken from the block pass
+    (``unit_lines``) instead of being asked again."""
     lines = []
     for previous, unit in zip([None] + units, units):
         if previous is not None and not previous.kind == unit.kind == "text":
