@@ -1,6 +1,6 @@
 """End-to-end benchmark: WARC → MindRecord with ``corpusmill run``, and datatrove side by side.
 
-    python bench/e2e_bench.py [--input FOLDER] [--cores 2] [--skip-datatrove] [--skip-full] [--before RUN]
+    python bench/e2e_bench.py [--input FOLDER] [--cores 2] [--skip-datatrove] [--skip-full] [--repeats N] [--before RUN]
     python bench/e2e_bench.py --compare BEFORE_RUN AFTER_RUN
 
 Measured, each as one whole process (wall time; peak RSS and CPU of the process tree sampled every 0.2 s,
@@ -26,6 +26,12 @@ The input (≥ 20k real pages) is ``--input``, a folder of WARC files, else the 
 the WARC's response records (extract's records_in minus the skipped request/metadata/warcinfo
 records). Everything measured is also written to ``bench/work/e2e/results-<time>.json``.
 
+``--repeats N`` runs the extract+filter comparison N times, each repeat a pair of runs back to back
+whose order alternates (corpusmill then datatrove, then datatrove then corpusmill, ...), so that a
+drift of a shared machine's speed falls on both tools alike; it prints every pair's ratio and the
+medians. The whole pipeline and datatrove's dedup + tokenization run once, in the first repeat. Later
+repeats' outputs are compared with the first's (the same decisions are expected).
+
 Output equivalence: ``--before RUN`` (an earlier ``extract,filter`` run folder on the same files, e.g.
 one made with an older version) compares this run's decisions and stored signals with it;
 ``--compare`` compares two run folders without running anything. A document's decision is where it
@@ -38,7 +44,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -193,18 +198,19 @@ def datatrove_dedup_tokenize(out: str, tokenizer_json: str, cores: int) -> None:
     print(json.dumps(walls))
 
 
-def datatrove(folder: Path, cores: int) -> dict:
-    """Two whole processes: extract+filter (the goal's comparison), then MinHash dedup + tokenization."""
+def datatrove(folder: Path, cores: int, dedup_tokenize: bool) -> dict:
+    """Whole processes: extract+filter (the goal's comparison), then, with ``dedup_tokenize``, MinHash
+    dedup + tokenization of what it kept."""
     from bench.filter_bench import seed_datatrove_lid
 
     hf_home = WORK / "hf"
     seed_datatrove_lid(hf_home)
-    out = E2E / f"datatrove-{int(time.time())}"
+    out = E2E / f"datatrove-{time.time_ns()}"
     env = dict(os.environ, HF_HOME=str(hf_home), HF_HUB_OFFLINE="1", PYTHONPATH="")
     worker = [str(BENCH_VENV / "bin" / "python"), str(Path(__file__).resolve())]
     runs = {"extract_filter": measure(worker + ["--datatrove-worker", "extract_filter", str(folder), str(out),
                                                 str(cores)], env=env)}
-    if runs["extract_filter"]["returncode"] == 0:
+    if runs["extract_filter"]["returncode"] == 0 and dedup_tokenize:
         runs["extract_filter"]["docs_out"] = count_jsonl(out / "filtered")
         runs["dedup_tokenize"] = dedup = measure(worker + ["--datatrove-worker", "dedup_tokenize",
                                                            str(cl100k_tokenizer_json()), str(out), str(cores)], env=env)
@@ -306,12 +312,72 @@ def print_row(name: str, result: dict, pages: int) -> None:
         print(f"{'':<4}CPU ms/page by process: " + ", ".join(f"{role} {cpu * 1000 / pages:.2f}" for role, cpu in by_role.items()))
 
 
+def extract_filter_pairs(folder: Path, warcs, cores: int, stamp: str, repeats: int, with_datatrove: bool,
+                         dedup_tokenize: bool) -> list:
+    """``repeats`` pairs of extract+filter runs, each pair back to back and the order alternating from pair
+    to pair; datatrove's dedup + tokenization only after its first extract+filter."""
+    pairs = []
+    for repeat in range(repeats):
+        pair = {}
+        order = ("corpusmill", "datatrove") if repeat % 2 == 0 else ("datatrove", "corpusmill")
+        for tool in order:
+            if tool == "corpusmill":
+                run = f"ef-{stamp}" + (f"-r{repeat + 1}" if repeat else "")
+                pair["corpusmill"] = dict(corpusmill(warcs, ["extract", "filter"], cores, run), run=run)
+            elif with_datatrove:
+                pair["datatrove"] = datatrove(folder, cores, dedup_tokenize and repeat == 0)
+        if repeats > 1:
+            walls = {tool: (pair[tool] if tool == "corpusmill" else pair[tool]["extract_filter"])["wall_s"]
+                     for tool in order if tool in pair}
+            print(f"repeat {repeat + 1} of {repeats}: " + ", ".join(f"{t} {w:.1f} s" for t, w in walls.items()),
+                  flush=True)
+        pairs.append(pair)
+    return pairs
+
+
+def ratios(pair: dict) -> dict | None:
+    """datatrove's extract+filter against corpusmill's in one pair: × pages/s (wall) and × less CPU."""
+    ours, theirs = pair["corpusmill"], pair.get("datatrove", {}).get("extract_filter")
+    if not theirs or theirs["returncode"] != 0:
+        return None
+    return {"pages_per_s": theirs["wall_s"] / ours["wall_s"], "cpu": theirs["tree_cpu_s"] / ours["tree_cpu_s"]}
+
+
+def print_repeats(pairs: list, pages: int) -> dict:
+    """Each pair's figures and ratios, then the medians; returns the medians."""
+    from statistics import median
+
+    print(f"\n{len(pairs)} interleaved repeats of extract+filter on {pages} pages:")
+    print(f"{'repeat':>6} {'order':<22} {'ours s':>8} {'ours ms/p':>9} {'theirs s':>9} {'theirs ms/p':>11} "
+          f"{'x pages/s':>9} {'x CPU':>7}")
+    rows = []
+    for number, pair in enumerate(pairs, 1):
+        ours, theirs, ratio = pair["corpusmill"], pair.get("datatrove", {}).get("extract_filter"), ratios(pair)
+        if ratio is None:
+            continue
+        order = " then ".join(pair)
+        rows.append((ours["wall_s"], ours["tree_cpu_s"] * 1000 / pages, theirs["wall_s"],
+                     theirs["tree_cpu_s"] * 1000 / pages, ratio["pages_per_s"], ratio["cpu"]))
+        print(f"{number:>6} {order:<22} " + " ".join(f"{v:>{w}.{d}f}" for v, (w, d) in
+                                                     zip(rows[-1], ((8, 1), (9, 2), (9, 1), (11, 2), (9, 1), (7, 1)))))
+    if not rows:
+        return {}
+    medians = dict(zip(("corpusmill_wall_s", "corpusmill_cpu_ms_per_page", "datatrove_wall_s",
+                        "datatrove_cpu_ms_per_page", "x_pages_per_s", "x_less_cpu"), map(median, zip(*rows))))
+    print(f"{'median':>6} {'':<22} " + " ".join(f"{v:>{w}.{d}f}" for v, (w, d) in
+                                                 zip(medians.values(), ((8, 1), (9, 2), (9, 1), (11, 2), (9, 1), (7, 1)))))
+    return medians
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--input", help="folder of benchmark WARC files")
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--skip-datatrove", action="store_true")
-    parser.add_argument("--skip-full", action="store_true", help="only WARC → filtered documents")
+    parser.add_argument("--skip-full", action="store_true",
+                        help="only WARC → filtered documents (no whole corpusmill run, no datatrove dedup + tokenize)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="extract+filter pairs of runs, interleaved with alternating order; medians reported")
     parser.add_argument("--before", help="an earlier extract,filter run folder on the same files: compare outputs")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE_RUN", "AFTER_RUN"),
                         help="only compare the outputs of two extract,filter run folders")
@@ -327,22 +393,25 @@ def main() -> None:
         else:
             datatrove_dedup_tokenize(out, first, int(cores))
         return
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
 
     folder = bench_input(args.input, args.cores)
     warcs = sorted(folder.glob("*.warc*"))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     print(f"benchmark input {folder}: {len(warcs)} files, {sum(w.stat().st_size for w in warcs) / 2 ** 20:.0f} MiB, "
           f"{args.cores} cores", flush=True)
+    with_datatrove = not args.skip_datatrove and (BENCH_VENV / "bin" / "python").exists()
+    if not args.skip_datatrove and not with_datatrove:
+        print(f"datatrove: no bench venv at {BENCH_VENV} (see this file's docstring); skipped")
     results = {"input": str(folder), "cores": args.cores}
-    results["corpusmill_extract_filter"] = filtered = corpusmill(warcs, ["extract", "filter"], args.cores, f"ef-{stamp}")
+    pairs = extract_filter_pairs(folder, warcs, args.cores, stamp, args.repeats, with_datatrove, not args.skip_full)
+    results["corpusmill_extract_filter"] = filtered = pairs[0]["corpusmill"]
+    if with_datatrove:
+        results["datatrove"] = pairs[0]["datatrove"]
     pages = results["pages"] = response_pages(filtered["stages"][0])
     if not args.skip_full:
         results["corpusmill_full"] = corpusmill(warcs, None, args.cores, f"full-{stamp}")
-    if not args.skip_datatrove:
-        if (BENCH_VENV / "bin" / "python").exists():
-            results["datatrove"] = datatrove(folder, args.cores)
-        else:
-            print(f"datatrove: no bench venv at {BENCH_VENV} (see this file's docstring); skipped")
 
     if "corpusmill_full" in results:
         print("\ncorpusmill per stage (full run; stage wall time from _stats.json):")
@@ -350,7 +419,8 @@ def main() -> None:
         for stage in results["corpusmill_full"]["stages"]:
             rate = stage["records_in"] / stage["wall_s"] if stage["wall_s"] else 0
             print(f"{stage['stage']:>12} {stage['records_in']:>8} {stage['kept']:>8} {stage['wall_s']:>8.1f} {rate:>9.1f}")
-    print(f"\nwhole-process wall time on {pages} pages (WARC responses), {args.cores} cores:")
+    print(f"\nwhole-process wall time on {pages} pages (WARC responses), {args.cores} cores"
+          + (" (the first repeat)" if args.repeats > 1 else "") + ":")
     print(f"{'pipeline':<46} {'wall s':>8} {'pages/s':>9} {'peak MB':>8} {'CPU s':>8} {'CPU ms/p':>8}")
     print_row(f"corpusmill extract+filter ({filtered['stages'][-1]['kept']} kept)", filtered, pages)
     if "corpusmill_full" in results:
@@ -363,15 +433,27 @@ def main() -> None:
         print_row(f"datatrove 0.10.1 {step.replace('_', '+')}{kept}", result, pages)
         if "steps" in result:
             print(f"{'':<4}steps (wall s): " + ", ".join(f"{k} {v:.1f}" for k, v in result["steps"].items()))
-    dt = results.get("datatrove", {}).get("extract_filter")
-    if dt and dt["returncode"] == 0:
-        print(f"\ncorpusmill extract+filter vs datatrove: {dt['wall_s'] / filtered['wall_s']:.1f}x the docs/s "
-              f"(wall), {dt['tree_cpu_s'] / filtered['tree_cpu_s']:.1f}x less CPU per page")
+    first = ratios(pairs[0]) if with_datatrove else None
+    if first:
+        print(f"\ncorpusmill extract+filter vs datatrove: {first['pages_per_s']:.1f}x the docs/s "
+              f"(wall), {first['cpu']:.1f}x less CPU per page")
+    if args.repeats > 1:
+        results["repeats"] = [{"corpusmill": pair["corpusmill"], "datatrove": pair.get("datatrove", {}).get("extract_filter"),
+                               "ratios": ratios(pair)} for pair in pairs]
+        if with_datatrove:
+            results["medians"] = print_repeats(pairs, pages)
+        results["repeat_equivalence"] = {}
+        for pair in pairs[1:]:
+            run = pair["corpusmill"]["run"]
+            results["repeat_equivalence"][run] = same = compare_runs(E2E / f"ef-{stamp}", E2E / run)
+            print(f"\n{run} against the first repeat:", end="")
+            print_comparison(same)
     if args.before:
         results["equivalence"] = compare_runs(Path(args.before), E2E / f"ef-{stamp}")
         print_comparison(results["equivalence"])
     report = E2E / f"results-{stamp}.json"
-    for result in [filtered, results.get("corpusmill_full", {}), *results.get("datatrove", {}).values()]:
+    for result in [*(pair["corpusmill"] for pair in pairs), results.get("corpusmill_full", {}),
+                   *(r for pair in pairs for r in pair.get("datatrove", {}).values())]:
         result.pop("output", None)
     report.write_text(json.dumps(results, indent=1))
     print(f"results: {report}")
