@@ -41,6 +41,8 @@ class SparkConfig:
         "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
         # No web UI in local runs (see conf/local.yaml).
         "spark.ui.enabled": False,
+        # Python workers run the installed pyspark, not Spark's zip copies of it (jobs/python_daemon.py).
+        "spark.python.daemon.module": "jobs.python_daemon",
     })
     # Where a JVM that corpusmill starts itself keeps its loaded classes between runs (see
     # jobs/spark.py, ClassArchive); "" = not kept. spark-submit and notebooks start their own JVM.

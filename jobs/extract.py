@@ -10,6 +10,7 @@ from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from jobs.stage import Stage, Transformed
@@ -51,9 +52,13 @@ class ExtractStage(Stage):
         return self.settings.url_filter.lists_fingerprint()
 
     def load(self, paths: List[str]) -> DataFrame:
-        """One partition per input file, so each file is one task."""
-        rdd = self.spark.sparkContext.parallelize([(p,) for p in paths], max(len(paths), 1))
-        return self.spark.createDataFrame(rdd, "path string")
+        """One partition per input file, so each file is one task: partition i of a range holds the
+        number i, joined to its path. The paths go to the JVM as one Arrow table: a Python list would
+        become a Python RDD, whose job starts a Python daemon and workers only to hand them over."""
+        numbered = self.spark.createDataFrame(pa.table({"id": pa.array(range(len(paths)), pa.int64()),
+                                                        "path": pa.array(paths, pa.string())}))
+        one_per_partition = self.spark.range(len(paths), numPartitions=max(len(paths), 1))
+        return one_per_partition.join(F.broadcast(numbered), "id").select("path")
 
     def transform(self, files: DataFrame, resources: ExitStack) -> Transformed:
         reader = WarcDocumentReader(self.settings, self.sample_fraction)

@@ -57,6 +57,7 @@ def spark():
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+        "spark.python.daemon.module": "jobs.python_daemon",
     }))
     yield session
     session.stop()
