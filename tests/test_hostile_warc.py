@@ -214,3 +214,14 @@ def test_extract_stage_on_spark_keeps_the_good_file_and_reports_each_bad_one(spa
     kept_sources = {r["source"] for r in spark.read.parquet(str(tmp_path / "out" / "hostile" / "extract" / "kept"))
                     .select("source").distinct().collect()}
     assert {Path(s).name for s in kept_sources} == {"good.warc.gz", "cut.warc.gz"}
+
+
+def test_extract_gives_each_file_its_own_task_planned_in_the_jvm(spark):
+    """A bad file costs only its own task: one partition per input file, in order. The paths reach
+    the JVM as data, not as a Python RDD (whose job would start Python workers just to pass them)."""
+    from jobs.extract import ExtractStage
+
+    paths = [f"/in/part-{i}.warc.gz" for i in range(5)] + ["/in/naïve 'quoted' name.warc.gz"]
+    files = ExtractStage(spark, config.load()).load(paths)
+    assert "ExistingRDD" not in files._jdf.queryExecution().executedPlan().toString()
+    assert files.rdd.glom().map(lambda rows: [row.path for row in rows]).collect() == [[p] for p in paths]
