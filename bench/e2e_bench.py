@@ -210,8 +210,9 @@ def datatrove(folder: Path, cores: int, dedup_tokenize: bool) -> dict:
     worker = [str(BENCH_VENV / "bin" / "python"), str(Path(__file__).resolve())]
     runs = {"extract_filter": measure(worker + ["--datatrove-worker", "extract_filter", str(folder), str(out),
                                                 str(cores)], env=env)}
-    if runs["extract_filter"]["returncode"] == 0 and dedup_tokenize:
+    if runs["extract_filter"]["returncode"] == 0:
         runs["extract_filter"]["docs_out"] = count_jsonl(out / "filtered")
+    if runs["extract_filter"]["returncode"] == 0 and dedup_tokenize:
         runs["dedup_tokenize"] = dedup = measure(worker + ["--datatrove-worker", "dedup_tokenize",
                                                            str(cl100k_tokenizer_json()), str(out), str(cores)], env=env)
         if dedup["returncode"] == 0:
@@ -347,6 +348,10 @@ def print_repeats(pairs: list, pages: int) -> dict:
     """Each pair's figures and ratios, then the medians; returns the medians."""
     from statistics import median
 
+    def figures(values) -> str:
+        return " ".join(f"{v:>{width}.{digits}f}" for v, (width, digits) in
+                        zip(values, ((8, 1), (9, 2), (9, 1), (11, 2), (9, 1), (7, 1))))
+
     print(f"\n{len(pairs)} interleaved repeats of extract+filter on {pages} pages:")
     print(f"{'repeat':>6} {'order':<22} {'ours s':>8} {'ours ms/p':>9} {'theirs s':>9} {'theirs ms/p':>11} "
           f"{'x pages/s':>9} {'x CPU':>7}")
@@ -358,14 +363,12 @@ def print_repeats(pairs: list, pages: int) -> dict:
         order = " then ".join(pair)
         rows.append((ours["wall_s"], ours["tree_cpu_s"] * 1000 / pages, theirs["wall_s"],
                      theirs["tree_cpu_s"] * 1000 / pages, ratio["pages_per_s"], ratio["cpu"]))
-        print(f"{number:>6} {order:<22} " + " ".join(f"{v:>{w}.{d}f}" for v, (w, d) in
-                                                     zip(rows[-1], ((8, 1), (9, 2), (9, 1), (11, 2), (9, 1), (7, 1)))))
+        print(f"{number:>6} {order:<22} {figures(rows[-1])}")
     if not rows:
         return {}
     medians = dict(zip(("corpusmill_wall_s", "corpusmill_cpu_ms_per_page", "datatrove_wall_s",
                         "datatrove_cpu_ms_per_page", "x_pages_per_s", "x_less_cpu"), map(median, zip(*rows))))
-    print(f"{'median':>6} {'':<22} " + " ".join(f"{v:>{w}.{d}f}" for v, (w, d) in
-                                                 zip(medians.values(), ((8, 1), (9, 2), (9, 1), (11, 2), (9, 1), (7, 1)))))
+    print(f"{'median':>6} {'':<22} {figures(medians.values())}")
     return medians
 
 
