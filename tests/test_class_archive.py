@@ -72,3 +72,15 @@ def test_a_jvm_that_refuses_a_property_leaves_the_archive_alone(tmp_path):
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert result.returncode == 2 and "the JVM did not start" in result.stderr, result.stderr[-2000:]
     assert "class archive" not in result.stderr and archive.path.exists()
+
+
+def test_one_run_writes_at_a_time_and_a_killed_runs_claim_expires(tmp_path):
+    archive = ClassArchive(str(tmp_path))
+    claim = archive.path.with_name(f"{archive.path.name}.1.tmp")
+    claim.touch()
+    assert ClassArchive(str(tmp_path)).jvm_options() == ""  # another run is writing it
+    old = time.time() - ClassArchive.STALE_S - 60
+    os.utime(claim, (old, old))
+    options = archive.jvm_options()
+    assert not claim.exists() and archive.pending.exists()
+    assert options == f"-XX:ArchiveClassesAtExit={archive.pending} -Xlog:cds*=off"
