@@ -55,6 +55,7 @@ setup(
                  Extension("udfs._html_names", ["udfs/_html_names.pyx"]),  # class and id names of a page
                  Extension("udfs._langid_text", ["udfs/_langid_text.pyx"]),  # the line fastText reads
                  Extension("udfs._minimal_html", ["udfs/_minimal_html.pyx"]),  # text units of an extract
-                 Extension("udfs._blocks", ["udfs/_blocks.pyx"])],  # the block pass's features and scores
+                 Extension("udfs._blocks", ["udfs/_blocks.pyx"]),  # the block pass's features and scores
+                 Extension("udfs._text_spaces", ["udfs/_text_spaces.pyx"])],  # normalize_text's space folding
     entry_points={"console_scripts": ["corpusmill=jobs.cli:main"]},
 )

@@ -1,6 +1,15 @@
-"""Unicode normalisation and charset decoding on plain values."""
-from udfs.html import charset_from_content_type, decode_html
-from udfs.text import normalize_text
+"""Unicode normalisation and charset decoding on plain values; the compiled space folding gives the
+Python reference's text on real pages, on the UDHR in ~330 languages and on random spacing."""
+import random
+
+from conftest import shared
+from udfs.html import charset_from_content_type, decode_html, extract_main_text
+from udfs.text import normalize_text, normalize_text_reference
+
+# Every kind of character the folding treats apart: spaces of many kinds, the line separators, the
+# dropped controls and zero-width marks, letters that NFC composes, a lone surrogate, astral ones.
+TRICKY = list("ab \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u200a\u200b\u200d\u2028\u2029\u202f\u205f"
+              "\u3000\ufeff\x00\x7f\x9f\u202a\u2060\u03a3e\u0301") + ["\ud800", "\U0001f600", "\U000e0001"]
 
 
 def test_normalize_nfc_controls_zero_width_and_whitespace():
@@ -37,3 +46,21 @@ def test_decode_wrong_declaration_falls_back_to_a_clean_candidate():
 def test_charset_from_content_type():
     assert charset_from_content_type('text/html; charset="GBK"') == '"GBK"'
     assert charset_from_content_type("text/html") is None
+
+
+def test_compiled_folding_gives_the_reference_text_on_real_pages_and_languages():
+    pages = sorted(shared("html/trafilatura-eval/cache").glob("*.html")) + sorted(
+        shared("html/readability-tests").glob("*/source.html"))
+    texts = [extract_main_text(path.read_text(encoding="utf-8", errors="replace")) for path in pages]
+    texts += [path.read_text(encoding="utf-8", errors="replace")  # raw: CRLF lines, indents, odd spaces
+              for path in sorted(shared("corpora/multilingual/udhr").glob("*-UTF8"))]
+    assert len(texts) > 300
+    differing = [i for i, text in enumerate(texts) if normalize_text(text) != normalize_text_reference(text)]
+    assert not differing, f"{len(differing)} of {len(texts)} texts differ, first at {differing[:5]}"
+
+
+def test_compiled_folding_gives_the_reference_text_on_random_spacing():
+    rng = random.Random(7)
+    texts = ["".join(rng.choice(TRICKY) for _ in range(rng.randint(0, 30))) for _ in range(30000)]
+    differing = [text for text in texts if normalize_text(text) != normalize_text_reference(text)]
+    assert not differing, f"{len(differing)} differ, e.g. {differing[:3]!r}"
