@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from typing import Iterator
 
 import pyarrow as pa
-from pyspark import StorageLevel
+from pyspark import StorageLevel, inheritable_thread_target
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -83,24 +84,36 @@ class FilterStage(Stage):
         if not parts:
             return {"rules": [], "languages": {}, "ppl_cutoffs": facts["ppl_cutoffs"]}
         written = self.spark.read.parquet(*parts)
-        # One query for both: a few rows per (rule, language).
+        rules = self.settings.rule_names()
+        wants_samples = fs.exists(f"{stage_dir}/rejected") and self.settings.samples_per_rule
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # The samples' scrub keeps the Python workers busy (Presidio's import, then the texts)
+            # while the query below waits on the JVM.
+            samples = pool.submit(inheritable_thread_target(self.spark)(self.write_samples), fs, stage_dir) if wants_samples else None
+            # One query for both figures: a few rows per (rule, language), each with how many of its
+            # documents fail each rule.
+            counts = written.groupBy("reject_rule", "lang").agg(
+                F.count(F.lit(1)).alias("n"),
+                *[F.sum(F.array_contains("failed_rules", rule).cast("long")).alias(f"fails_{i}")
+                  for i, rule in enumerate(rules)]).collect()
         first_hit: Counter = Counter()
+        alone: Counter = Counter()
         languages: Counter = Counter()
-        for rule, lang, n in written.groupBy("reject_rule", "lang").count().collect():
-            if rule:
-                first_hit[rule] += n
-            languages[lang or "-"] += n
-        alone = {r[0]: r[1] for r in
-                 written.select(F.explode("failed_rules").alias("rule")).groupBy("rule").count().collect()}
+        for row in counts:
+            if row["reject_rule"]:
+                first_hit[row["reject_rule"]] += row["n"]
+            languages[row["lang"] or "-"] += row["n"]
+            for i, rule in enumerate(rules):
+                alone[rule] += row[f"fails_{i}"] or 0
         stats = {
             # In evaluation order: the funnel reads top to bottom.
             "rules": [{"rule": name, "first_hit": first_hit.get(name, 0), "alone": alone.get(name, 0)}
-                      for name in self.settings.rule_names()],
+                      for name in rules],
             "languages": dict(sorted(languages.items(), key=lambda item: (-item[1], item[0]))[:_TOP_LANGUAGES]),
             "ppl_cutoffs": facts["ppl_cutoffs"],
         }
-        if fs.exists(f"{stage_dir}/rejected") and self.settings.samples_per_rule:
-            stats["samples"] = self.write_samples(fs, stage_dir)
+        if samples is not None:
+            stats["samples"] = samples.result()
         return stats
 
     def write_samples(self, fs: HadoopFS, stage_dir: str) -> dict:
