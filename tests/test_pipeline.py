@@ -258,6 +258,24 @@ def test_driver_killed_in_the_middle_of_a_commit_leaves_a_stage_that_the_rerun_r
     assert not is_complete(fs, str(run_dir / "mix"), marker["fingerprint"])
 
 
+def test_a_local_side_file_rewritten_over_hadoops_own_reads_back_through_hadoop(spark, tmp_path):
+    """Side files on a local run are written by Python; Hadoop's local file system checks a file
+    against the checksum file it wrote beside it, so an old one must not survive the rewrite."""
+    fs = HadoopFS(spark)
+    uri = fs.qualify(str(tmp_path / "stage" / "side.json"))
+    jvm_fs = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(uri).getFileSystem(
+        spark.sparkContext._jsc.hadoopConfiguration())
+    out = jvm_fs.create(spark.sparkContext._jvm.org.apache.hadoop.fs.Path(uri), True)
+    out.write(bytearray(b'{"written": "by Hadoop"}'))
+    out.close()
+    assert (tmp_path / "stage" / ".side.json.crc").exists()
+    fs.write_json(uri, {"written": "by Python, ünïcode"})
+    fs.write_text(fs.qualify(str(tmp_path / "new" / "folder" / "a.jsonl")), "{}\n")
+    assert json.loads("".join(r.value for r in spark.read.text(uri, wholetext=True).collect())) == \
+        {"written": "by Python, ünïcode"}
+    assert (tmp_path / "new" / "folder" / "a.jsonl").read_text() == "{}\n"
+
+
 def test_a_stage_that_keeps_nothing_gives_empty_finished_stages_after_it(spark, tmp_path):
     rejects_everything = config.load(overrides={"filter": {"rules": {"gopher_short_doc": {
         "ruleset": "gopher_quality", "signal": "n_words", "min": 10_000_000}}}})
