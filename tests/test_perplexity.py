@@ -98,14 +98,14 @@ def assert_same_tables(loaded, reference):
 
 
 @pytest.mark.parametrize("name", ["toy.arpa", "toy.arpa.gz"])
-def test_load_reads_the_tables_read_arpa_gives(name, tmp_path):
+def test_read_gives_the_tables_read_arpa_gives(name, tmp_path):
     write_arpa(estimate(toy_sentences(), order=3, min_count=2, prune=[0, 1]), str(tmp_path / name))
-    assert_same_tables(NgramModel.load(str(tmp_path / name)), NgramModel(read_arpa(str(tmp_path / name))))
+    assert_same_tables(NgramModel.read(str(tmp_path / name)), NgramModel(read_arpa(str(tmp_path / name))))
     shipped = str(MODELS_DIR / "en.arpa.gz")
-    assert_same_tables(NgramModel.load(shipped), NgramModel(read_arpa(shipped)))
+    assert_same_tables(NgramModel.read(shipped), NgramModel(read_arpa(shipped)))
 
 
-def test_load_hands_other_forms_to_read_arpa(tmp_path):
+def test_read_hands_other_forms_to_read_arpa(tmp_path):
     """Space-separated fields and stray spaces (which read_arpa strips) give the same model, a
     repeated n-gram read_arpa's (the last line wins), a count that differs from the header its error."""
     plain = tmp_path / "toy.arpa"
@@ -122,15 +122,46 @@ def test_load_hands_other_forms_to_read_arpa(tmp_path):
     }
     for name, variant in variants.items():
         (tmp_path / name).write_text("\n".join(variant), encoding="utf-8")
-        assert_same_tables(NgramModel.load(str(tmp_path / name)), reference)
+        assert_same_tables(NgramModel.read(str(tmp_path / name)), reference)
     first = is_entry.index(True)
     repeated = lines[:first + 1] + ["-0.5\t" + lines[first].split("\t")[1]] + lines[first + 1:]
     (tmp_path / "repeated.arpa").write_text("\n".join(repeated), encoding="utf-8")
-    assert_same_tables(NgramModel.load(str(tmp_path / "repeated.arpa")),
+    assert_same_tables(NgramModel.read(str(tmp_path / "repeated.arpa")),
                        NgramModel(read_arpa(str(tmp_path / "repeated.arpa"))))
     (tmp_path / "short.arpa").write_text("\n".join(lines[:first] + lines[first + 1:]), encoding="utf-8")
     with pytest.raises(ValueError, match="ARPA header declares"):
-        NgramModel.load(str(tmp_path / "short.arpa"))
+        NgramModel.read(str(tmp_path / "short.arpa"))
+
+
+def test_load_takes_the_tables_from_the_cache_after_the_first_read(tmp_path, monkeypatch):
+    """The first load on a machine reads the ARPA file and stores its arrays; later ones (other
+    workers, other runs) take them from the table cache; a damaged entry is read again, and a cache
+    that cannot be written leaves each load to read the file."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    shipped = str(MODELS_DIR / "en.arpa.gz")
+    reads = []
+    read = NgramModel.read.__func__
+    monkeypatch.setattr(NgramModel, "read", classmethod(lambda cls, path: reads.append(path) or read(cls, path)))
+    reference = NgramModel(read_arpa(shipped))
+    paragraphs = tokenize_all(["The committee met on Tuesday to discuss the budget.", "zxq qqq 42 !!"])
+
+    assert_same_tables(NgramModel.load(shipped), reference)
+    (entry,) = (tmp_path / "cache" / "corpusmill" / "tables").glob("*.npz")
+    cached = NgramModel.load(shipped)
+    assert len(reads) == 1
+    assert_same_tables(cached, reference)
+    assert np.array_equal(cached.token_scores(paragraphs), reference.token_scores(paragraphs))
+
+    damaged = bytearray(entry.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    entry.write_bytes(bytes(damaged))
+    assert_same_tables(NgramModel.load(shipped), reference)
+    assert len(reads) == 2 and entry.read_bytes() != bytes(damaged)
+
+    (tmp_path / "not-a-folder").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-folder"))
+    assert_same_tables(NgramModel.load(shipped), reference)
+    assert len(reads) == 3
 
 
 def test_tokenizer_normalises_width_case_digits_and_splits_cjk_characters():

@@ -150,7 +150,7 @@ def test_a_build_without_the_extension_says_how_to_build_it(tmp_path):
     (never a silent fall-back to the ~8x slower Python) and names the install step."""
     package = tmp_path / "udfs"
     package.mkdir()
-    for name in ("__init__.py", "quality.py"):
+    for name in ("__init__.py", "quality.py", "table_cache.py"):
         (package / name).write_bytes((ROOT / "udfs" / name).read_bytes())
     result = subprocess.run([sys.executable, "-c", "import udfs.quality"], cwd=tmp_path,
                             env={"PYTHONPATH": str(tmp_path)}, capture_output=True, text=True, timeout=120)
