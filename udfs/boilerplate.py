@@ -179,11 +179,15 @@ def furniture_selector(html: str) -> str:
     may say what an element is are found in one compiled pass (``udfs/_html_names.pyx``), in the
     order a set of all of them iterates in. Each distinct name is classified once (cached across
     pages: the same CMS names repeat); the selector then does all the per-element work inside
-    resiliparse's C engine, which is much cheaper than visiting elements from Python.
+    resiliparse's C engine, which is much cheaper than visiting elements from Python. Each
+    attribute's names stand behind a test for the attribute (``[class]:is(…)``): lexbor tries a
+    compound selector's parts in order, so an element without a class costs one test instead of one
+    per name (~50 on a page; 0.15 of the 0.55 ms the selector costs a page, the same elements matched).
     """
     parts = {"furniture": [], "content": []}
     for attribute, names in zip(("class", "id"), _NAME_SCANNER.names(html)):
         decisions = _DECISIONS[attribute]
+        found = {"furniture": [], "content": []}
         for name in names:
             decision = decisions.get(name)
             if decision is None:
@@ -191,7 +195,10 @@ def furniture_selector(html: str) -> str:
                     decisions.clear()
                 decision = decisions[name] = _decision(attribute, name)
             if decision:
-                parts[decision[0]].append(decision[1])
+                found[decision[0]].append(decision[1])
+        for kind, selectors in found.items():
+            if selectors:  # one test passes over an element without the attribute (the same matches)
+                parts[kind].append(f"[{attribute}]:is({', '.join(selectors)})")
     furniture = ", ".join(_FURNITURE_TAGS + parts["furniture"])
     vetoes = f":not({', '.join(parts['content'])})" if parts["content"] else ""
     return f":is({furniture}):not({', '.join(sorted(_KEPT_TAGS))}):not(:has({_HOLDS_CONTENT})){vetoes}"
