@@ -89,7 +89,8 @@ class FilterStage(Stage):
         with ThreadPoolExecutor(max_workers=1) as pool:
             # The samples' scrub keeps the Python workers busy (Presidio's import, then the texts)
             # while the query below waits on the JVM.
-            samples = pool.submit(inheritable_thread_target(self.spark)(self.write_samples), fs, stage_dir) if wants_samples else None
+            write_samples = inheritable_thread_target(self.spark)(self.write_samples)  # with the stage's job group
+            samples = pool.submit(write_samples, fs, stage_dir) if wants_samples else None
             # One query for both figures: a few rows per (rule, language), each with how many of its
             # documents fail each rule.
             counts = written.groupBy("reject_rule", "lang").agg(
