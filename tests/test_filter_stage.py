@@ -1,7 +1,9 @@
 """The filter stage on real Spark: columns, reconciliation, reasons, rule stats and spot-check samples."""
 import json
+from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -69,8 +71,8 @@ def test_kept_and_rejected_rows_carry_language_signals_and_reasons(spark, filter
     assert rejected.apply(lambda r: r["failed_rules"][0] == r["reject_rule"], axis=1).all()
 
 
-def test_rule_stats_count_first_hits_and_lone_rejections(filtered):
-    _, _, stats = filtered
+def test_rule_stats_count_first_hits_and_lone_rejections(spark, filtered):
+    _, stage_dir, stats = filtered
     rules = {r["rule"]: r for r in stats["rules"]}
     assert [r["rule"] for r in stats["rules"]][0] == "gopher_short_doc"  # evaluation order
     assert sum(r["first_hit"] for r in stats["rules"]) == sum(stats["rejected"].values())
@@ -80,6 +82,11 @@ def test_rule_stats_count_first_hits_and_lone_rejections(filtered):
     # Most SMS are also under C4's five sentences, but the word count rejects them first.
     assert rules["c4_few_sentences"]["alone"] >= 10 and rules["c4_few_sentences"]["first_hit"] == 0
     assert stats["languages"]["zh"] == 5
+    # Both figures agree with the written rows, counted here without Spark.
+    written = pd.concat([read(spark, stage_dir / "kept"), read(spark, stage_dir / "rejected")])
+    failed = Counter(rule for rules_failed in written["failed_rules"] for rule in rules_failed)
+    assert {name: r["alone"] for name, r in rules.items()} == {name: failed.get(name, 0) for name in rules}
+    assert stats["languages"] == dict(Counter(written["lang"].fillna("-")))
 
 
 def test_rejected_samples_are_written_per_rule_and_repeat_across_runs(spark, filtered):
