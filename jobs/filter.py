@@ -34,7 +34,7 @@ from pyspark.sql.types import StructType
 
 from jobs.fs import HadoopFS
 from jobs.perplexity import with_ppl_bucket
-from jobs.scrub import scrubbed, spot_check_picks
+from jobs.scrub import scrubbed_samples, spot_check_picks
 from jobs.stage import Stage, Transformed
 from udfs.filter import FILTER_SIGNALS, DocumentFilter
 
@@ -129,7 +129,8 @@ class FilterStage(Stage):
         samples = rejected.join(F.broadcast(picked), ["id", "reject_rule"]).select(
             *SAMPLE_COLUMNS, F.coalesce(F.length("text"), F.lit(0)).alias("chars"), "_hash")
         # Sorted here, not by Spark: a sort would run the scrubber twice (once to sample the range bounds).
-        rows = sorted(scrubbed(samples, self.cfg.pii).collect(), key=lambda r: (r["reject_rule"], r["_hash"], r["id"]))
+        rows = sorted(scrubbed_samples(samples, self.cfg.pii).collect(),
+                      key=lambda r: (r["reject_rule"], r["_hash"], r["id"]))
         by_rule: dict = {}
         for row in rows:
             record = {c: row[c] for c in SAMPLE_COLUMNS + ["chars"]}

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from jobs import registry
 from jobs.console import output_note, stage_units
 from jobs.fs import HadoopFS
-from jobs.scrub import scrubbed, spot_check_picks
+from jobs.scrub import scrubbed_samples, spot_check_picks
 from jobs.report_svg import KEPT_COLOUR, REJECTED_COLOUR, bar_chart, funnel_chart, histogram, paired_bar_chart
 from jobs.stage import STATS
 from udfs.pii import PiiConfig
@@ -189,7 +189,7 @@ def rejected_samples(rejected: DataFrame, pii: PiiConfig, counts: Optional[Dict[
     picked = spot_check_picks(rejected.select(F.col("id"), reason.alias("reason"), *extra, text.alias("text"),
                                               F.coalesce(F.length(text), F.lit(0)).alias("chars")),
                               "reason", SAMPLES_PER_REASON)
-    shown = (scrubbed(picked, pii)
+    shown = (scrubbed_samples(picked, pii)
              .select(*[c for c in picked.columns if c != "text"],
                      F.substring("text", 1, EXCERPT_CHARS).alias("text"),
                      F.when(F.col("chars") > 0, F.col("error")).alias("unshown")))

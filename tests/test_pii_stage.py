@@ -92,3 +92,18 @@ def test_filter_fingerprint_covers_the_pii_settings_its_samples_are_scrubbed_wit
     other = config.load(overrides={"pii": {"placeholders": {"EMAIL": "[EMAIL]"}}})
     assert "pii" in FilterStage.config_paths()
     assert stage_fingerprint(FilterStage(spark, cfg), "up") != stage_fingerprint(FilterStage(spark, other), "up")
+
+
+def test_spot_check_samples_are_scrubbed_in_one_task_fed_by_a_parallel_query(spark):
+    """One Python worker builds the scrubber for a stage's few samples, while the query that picks
+    them keeps its partitions (a coalesce would pull a crawl's whole rejected scan into one task)."""
+    from jobs.scrub import scrubbed_samples
+    from udfs.pii import PiiConfig
+
+    rows = [(f"d{i}", f"mail jane.doe{i}@gmail.com") for i in range(8)]
+    samples = spark.createDataFrame(rows, "id string, text string").repartition(4)
+    shown = scrubbed_samples(samples, PiiConfig())
+    assert shown.rdd.getNumPartitions() == 1
+    plan = shown._jdf.queryExecution().executedPlan().toString()
+    assert "Exchange SinglePartition" in plan and "Coalesce" not in plan
+    assert sorted(r["text"] for r in shown.collect()) == ["mail <EMAIL>"] * 8
