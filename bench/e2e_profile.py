@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 def timed(label: str, function, items, results: dict, keep: bool = True):
     """``function`` over ``items``, its CPU ms per item in ``results[label]``; the outputs, or None
     with ``keep=False`` (2,000 parsed trees held at once cost page faults the pipeline never pays:
-    the parse measured 1.72 ms a page that way, 0.25 one tree at a time)."""
+    the parse measured 1.72 ms a page that way, 0.38 one tree at a time)."""
     started = time.process_time()
     if keep:
         out = [function(item) for item in items]

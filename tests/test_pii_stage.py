@@ -7,6 +7,8 @@ import pytest
 
 from jobs import config
 from jobs.pipeline import run_pipeline
+from jobs.scrub import scrubbed_samples
+from udfs.pii import PiiConfig
 
 DOCS = [
     ("zh", "张先生的手机号是138-1234-5678，身份证号是11010519491231002X，邮箱zhangsan@163.com，请联系。", "zh"),
@@ -97,9 +99,6 @@ def test_filter_fingerprint_covers_the_pii_settings_its_samples_are_scrubbed_wit
 def test_spot_check_samples_are_scrubbed_in_one_task_fed_by_a_parallel_query(spark):
     """One Python worker builds the scrubber for a stage's few samples, while the query that picks
     them keeps its partitions (a coalesce would pull a crawl's whole rejected scan into one task)."""
-    from jobs.scrub import scrubbed_samples
-    from udfs.pii import PiiConfig
-
     rows = [(f"d{i}", f"mail jane.doe{i}@gmail.com") for i in range(8)]
     samples = spark.createDataFrame(rows, "id string, text string").repartition(4)
     shown = scrubbed_samples(samples, PiiConfig())
