@@ -71,12 +71,29 @@ class FilterStage(Stage):
                                                  names=batch.schema.names + out_fields.names)
 
         schema = StructType(docs.schema.fields + from_arrow_schema(FILTER_FIELDS).fields)
-        # Persisted so the bucket cut-offs (an action) and the write share one pass of the filter;
-        # released by the runner once the write is done (or failed).
+        # Persisted so the bucket cut-offs (an action) and the write share one pass of the filter.
         filtered = docs.mapInArrow(filter_batches, schema).persist(StorageLevel.MEMORY_AND_DISK)
-        resources.callback(filtered.unpersist)
+        samples = []  # the spot-check samples' future: they read the cache too
+
+        def release() -> None:  # by the runner, once the write is done (or failed)
+            if samples:
+                samples[0].add_done_callback(lambda _: filtered.unpersist())
+            else:
+                filtered.unpersist()
+        resources.callback(release)
         out, ppl_cutoffs = with_ppl_bucket(filtered, settings.perplexity, reference=F.col("_outcome") == "kept")
-        return Transformed(out, {"ppl_cutoffs": ppl_cutoffs})
+        facts = {"ppl_cutoffs": ppl_cutoffs}
+        if settings.samples_per_rule:
+            # The cut-offs have filled the cache: the samples are picked and scrubbed from it while the
+            # runner writes and counts, so the scrubber's set-up (~1 s of a core: Presidio's import)
+            # takes cores those leave idle instead of following them. (inheritable_thread_target: the
+            # samples' jobs run in the stage's job group.)
+            pool = ThreadPoolExecutor(max_workers=1)
+            samples.append(pool.submit(inheritable_thread_target(self.spark)(self.sample_rows),
+                                       filtered.where(F.col("_outcome") == "rejected")))
+            pool.shutdown(wait=False)  # its one thread ends with the samples
+            facts["samples"] = samples[0]
+        return Transformed(out, facts)
 
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         fs = HadoopFS(self.spark)
@@ -85,18 +102,12 @@ class FilterStage(Stage):
             return {"rules": [], "languages": {}, "ppl_cutoffs": facts["ppl_cutoffs"]}
         written = self.spark.read.parquet(*parts)
         rules = self.settings.rule_names()
-        wants_samples = fs.exists(f"{stage_dir}/rejected") and self.settings.samples_per_rule
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            # The samples' scrub keeps the Python workers busy (Presidio's import, then the texts)
-            # while the query below waits on the JVM.
-            write_samples = inheritable_thread_target(self.spark)(self.write_samples)  # with the stage's job group
-            samples = pool.submit(write_samples, fs, stage_dir) if wants_samples else None
-            # One query for both figures: a few rows per (rule, language), each with how many of its
-            # documents fail each rule.
-            counts = written.groupBy("reject_rule", "lang").agg(
-                F.count(F.lit(1)).alias("n"),
-                *[F.sum(F.array_contains("failed_rules", rule).cast("long")).alias(f"fails_{i}")
-                  for i, rule in enumerate(rules)]).collect()
+        # One query for both figures: a few rows per (rule, language), each with how many of its
+        # documents fail each rule.
+        counts = written.groupBy("reject_rule", "lang").agg(
+            F.count(F.lit(1)).alias("n"),
+            *[F.sum(F.array_contains("failed_rules", rule).cast("long")).alias(f"fails_{i}")
+              for i, rule in enumerate(rules)]).collect()
         first_hit: Counter = Counter()
         alone: Counter = Counter()
         languages: Counter = Counter()
@@ -113,24 +124,27 @@ class FilterStage(Stage):
             "languages": dict(sorted(languages.items(), key=lambda item: (-item[1], item[0]))[:_TOP_LANGUAGES]),
             "ppl_cutoffs": facts["ppl_cutoffs"],
         }
-        if samples is not None:
-            stats["samples"] = samples.result()
+        if "samples" in facts and fs.exists(f"{stage_dir}/rejected"):
+            stats["samples"] = self.write_samples(fs, stage_dir, facts["samples"].result())
         return stats
 
-    def write_samples(self, fs: HadoopFS, stage_dir: str) -> dict:
-        """Up to ``samples_per_rule`` rejected documents per rule, chosen by a hash of the id (the
-        same documents on every run, no two with the same text) and in its order, as
-        ``samples/<rule>.jsonl`` with text and URL scrubbed and the raw text's length in ``chars`` (a
-        document the scrubber cannot finish shows no text and the reason in ``error``); returns
-        rule -> file. The run report shows the first few of each file."""
-        rejected = self.spark.read.parquet(f"{stage_dir}/rejected")
+    def sample_rows(self, rejected: DataFrame) -> list:
+        """Up to ``samples_per_rule`` of the ``rejected`` rows per rule, chosen by a hash of the id (the
+        same documents on every run, no two with the same text), with text and URL scrubbed and the
+        raw text's length in ``chars``; in the order of rule, then hash."""
         picked = spot_check_picks(rejected.select("id", "reject_rule", "text"), "reject_rule",
                                   self.settings.samples_per_rule).select("id", "reject_rule", "_hash")
         samples = rejected.join(F.broadcast(picked), ["id", "reject_rule"]).select(
             *SAMPLE_COLUMNS, F.coalesce(F.length("text"), F.lit(0)).alias("chars"), "_hash")
         # Sorted here, not by Spark: a sort would run the scrubber twice (once to sample the range bounds).
-        rows = sorted(scrubbed_samples(samples, self.cfg.pii).collect(),
+        return sorted(scrubbed_samples(samples, self.cfg.pii).collect(),
                       key=lambda r: (r["reject_rule"], r["_hash"], r["id"]))
+
+    @staticmethod
+    def write_samples(fs: HadoopFS, stage_dir: str, rows: list) -> dict:
+        """``sample_rows`` as ``samples/<rule>.jsonl`` (a document the scrubber cannot finish shows no
+        text and the reason in ``error``); returns rule -> file. The run report shows the first few
+        of each file."""
         by_rule: dict = {}
         for row in rows:
             record = {c: row[c] for c in SAMPLE_COLUMNS + ["chars"]}
