@@ -73,26 +73,25 @@ class FilterStage(Stage):
         schema = StructType(docs.schema.fields + from_arrow_schema(FILTER_FIELDS).fields)
         # Persisted so the bucket cut-offs (an action) and the write share one pass of the filter.
         filtered = docs.mapInArrow(filter_batches, schema).persist(StorageLevel.MEMORY_AND_DISK)
-        samples = []  # the spot-check samples' future: they read the cache too
+        facts: dict = {}
 
         def release() -> None:  # by the runner, once the write is done (or failed)
-            if samples:
-                samples[0].add_done_callback(lambda _: filtered.unpersist())
+            if "samples" in facts:  # they read the cache too
+                facts["samples"].add_done_callback(lambda _: filtered.unpersist())
             else:
                 filtered.unpersist()
         resources.callback(release)
-        out, ppl_cutoffs = with_ppl_bucket(filtered, settings.perplexity, reference=F.col("_outcome") == "kept")
-        facts = {"ppl_cutoffs": ppl_cutoffs}
+        out, facts["ppl_cutoffs"] = with_ppl_bucket(filtered, settings.perplexity,
+                                                    reference=F.col("_outcome") == "kept")
         if settings.samples_per_rule:
             # The cut-offs have filled the cache: the samples are picked and scrubbed from it while the
             # runner writes and counts, so the scrubber's set-up (~1 s of a core: Presidio's import)
             # takes cores those leave idle instead of following them. (inheritable_thread_target: the
             # samples' jobs run in the stage's job group.)
             pool = ThreadPoolExecutor(max_workers=1)
-            samples.append(pool.submit(inheritable_thread_target(self.spark)(self.sample_rows),
-                                       filtered.where(F.col("_outcome") == "rejected")))
+            facts["samples"] = pool.submit(inheritable_thread_target(self.spark)(self.sample_rows),
+                                           filtered.where(F.col("_outcome") == "rejected"))
             pool.shutdown(wait=False)  # its one thread ends with the samples
-            facts["samples"] = samples[0]
         return Transformed(out, facts)
 
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:

@@ -1,5 +1,6 @@
 """The filter stage on real Spark: columns, reconciliation, reasons, rule stats and spot-check samples."""
 import json
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -147,3 +148,20 @@ def test_report_length_histogram_reads_n_chars_and_equals_the_texts_lengths(spar
     facts = RunFacts.collect(spark, HadoopFS(spark), str(stage_dir.parent), PiiConfig())
     assert facts.length_stage == "filter"
     assert facts.length_histogram == length_histogram(kept) and sum(n for _, n in facts.length_histogram) == 10
+
+
+def test_the_filter_rows_cached_for_the_write_and_the_samples_are_released_after_them(spark, filtered):
+    """The samples are picked from the cached rows while the runner writes them: the cache outlives
+    the write until the samples are done, then goes (a run over many stages must not pile them up)."""
+    work, _, _ = filtered
+    # Other rows than the fixture's run: Spark caches a plan it has cached already only once.
+    pq.write_table(small_corpus().slice(1), work / "fewer.parquet")
+    cached_before = spark.sparkContext._jsc.getPersistentRDDs().size()
+    cfg = config.load(overrides={"filter": {"samples_per_rule": 3}})
+    stats = run_pipeline(spark, cfg, [str(work / "fewer.parquet")], ["filter"], str(work / "out"), "released",
+                         echo=lambda line: None)
+    assert stats[0]["samples"]  # the samples were written from the cache
+    deadline = time.time() + 30  # released by the samples' thread once its future is done
+    while spark.sparkContext._jsc.getPersistentRDDs().size() > cached_before and time.time() < deadline:
+        time.sleep(0.1)
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == cached_before
