@@ -34,7 +34,7 @@ from pyspark.sql.types import StructType
 
 from jobs.fs import HadoopFS
 from jobs.perplexity import with_ppl_bucket
-from jobs.scrub import scrubbed_samples, spot_check_picks
+from jobs.scrub import scrubbed_rows, spot_check_picks
 from jobs.stage import Stage, Transformed
 from udfs.filter import FILTER_SIGNALS, DocumentFilter
 
@@ -84,10 +84,9 @@ class FilterStage(Stage):
         out, facts["ppl_cutoffs"] = with_ppl_bucket(filtered, settings.perplexity,
                                                     reference=F.col("_outcome") == "kept")
         if settings.samples_per_rule:
-            # The cut-offs have filled the cache: the samples are picked and scrubbed from it while the
-            # runner writes and counts, so the scrubber's set-up (~1 s of a core: Presidio's import)
-            # takes cores those leave idle instead of following them. (inheritable_thread_target: the
-            # samples' jobs run in the stage's job group.)
+            # The cut-offs have filled the cache: the samples are picked from it and scrubbed while the
+            # runner writes and counts. (inheritable_thread_target: the samples' jobs run in the
+            # stage's job group.)
             pool = ThreadPoolExecutor(max_workers=1)
             facts["samples"] = pool.submit(inheritable_thread_target(self.spark)(self.sample_rows),
                                            filtered.where(F.col("_outcome") == "rejected"))
@@ -135,8 +134,7 @@ class FilterStage(Stage):
                                   self.settings.samples_per_rule).select("id", "reject_rule", "_hash")
         samples = rejected.join(F.broadcast(picked), ["id", "reject_rule"]).select(
             *SAMPLE_COLUMNS, F.coalesce(F.length("text"), F.lit(0)).alias("chars"), "_hash")
-        # Sorted here, not by Spark: a sort would run the scrubber twice (once to sample the range bounds).
-        return sorted(scrubbed_samples(samples, self.cfg.pii).collect(),
+        return sorted(scrubbed_rows(samples.collect(), self.cfg.pii),
                       key=lambda r: (r["reject_rule"], r["_hash"], r["id"]))
 
     @staticmethod

@@ -6,7 +6,7 @@ reads whatever keys and columns exist, so a run with fewer stages, or a stage th
 figures, still gets a report with the sections that apply.
 
 The report is the file people share, so every excerpt and URL it shows passes through the pii
-stage's scrubber (``jobs.scrub.scrubbed``, with the run's ``pii`` settings) first: the rejected samples
+stage's scrubber (``jobs.scrub.scrubbed_rows``, with the run's ``pii`` settings) first: the rejected samples
 of extract and filter come from before the pii stage and are raw on disk. A stage that writes its own
 scrubbed spot-check files (filter's ``samples/``) is shown from them.
 
@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from jobs import registry
 from jobs.console import output_note, stage_units
 from jobs.fs import HadoopFS
-from jobs.scrub import scrubbed_samples, spot_check_picks
+from jobs.scrub import scrubbed_rows, spot_check_picks
 from jobs.report_svg import KEPT_COLOUR, REJECTED_COLOUR, bar_chart, funnel_chart, histogram, paired_bar_chart
 from jobs.stage import STATS
 from udfs.pii import PiiConfig
@@ -189,13 +189,12 @@ def rejected_samples(rejected: DataFrame, pii: PiiConfig, counts: Optional[Dict[
     picked = spot_check_picks(rejected.select(F.col("id"), reason.alias("reason"), *extra, text.alias("text"),
                                               F.coalesce(F.length(text), F.lit(0)).alias("chars")),
                               "reason", SAMPLES_PER_REASON)
-    shown = (scrubbed_samples(picked, pii)
-             .select(*[c for c in picked.columns if c != "text"],
-                     F.substring("text", 1, EXCERPT_CHARS).alias("text"),
-                     F.when(F.col("chars") > 0, F.col("error")).alias("unshown")))
-    # Sorted here, not by Spark: a sort would run the scrubber twice (once to sample the range bounds).
-    rows = sorted(shown.collect(), key=lambda r: (r["reason"], r["_rank"]))
-    return [{k: v for k, v in row.asDict().items() if k not in ("_hash", "_rank")} for row in rows]
+    shown = []
+    for doc in sorted(scrubbed_rows(picked.collect(), pii), key=lambda d: (d["reason"], d["_rank"])):
+        text, error = doc.pop("text"), doc.pop("error")
+        shown.append({**{k: v for k, v in doc.items() if k not in ("_hash", "_rank")},
+                      "text": text[:EXCERPT_CHARS] if text else text, "unshown": error if doc["chars"] > 0 else None})
+    return shown
 
 
 def written_samples(fs: HadoopFS, stage_dir: str, files: Dict[str, str]) -> List[dict]:

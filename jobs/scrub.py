@@ -1,15 +1,15 @@
-"""Scrubbing a DataFrame's documents: what the pii stage writes, and all that the filter samples and
-the report show of documents from before it.
+"""Scrubbing documents: what the pii stage writes (a DataFrame, in the Python workers), and all that
+the filter samples and the report show of documents from before it (a few hundred rows, in the driver).
 
 Its own module (not ``jobs/pii.py``) because the report imports it, the CLI imports the report, and
 a stage's job module imports the CLI for its ``spark-submit`` entry.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, List, Sequence
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
@@ -25,7 +25,8 @@ def scrubbed(docs: DataFrame, settings) -> DataFrame:
     """``docs`` with ``text`` and ``url`` (when there is one) scrubbed by ``settings`` (a PiiConfig),
     and ``PII_FIELDS`` added: replacements per type in the text (``pii``) and in the URL (``url_pii``);
     on a document that could not be scrubbed, ``error``, a null ``text`` and ``_outcome`` "error".
-    The pii stage writes this; the filter samples and the report show nothing else."""
+    The pii stage writes this; the filter samples and the report show documents scrubbed the same
+    way (``scrubbed_rows``)."""
     docs = docs.drop(*[c for c in PII_FIELDS.names if c in docs.columns])
     text_at = docs.columns.index("text")
     url_at = docs.columns.index("url") if "url" in docs.columns else None
@@ -54,11 +55,24 @@ def scrubbed(docs: DataFrame, settings) -> DataFrame:
     return docs.mapInArrow(scrub_batches, StructType(docs.schema.fields + from_arrow_schema(PII_FIELDS).fields))
 
 
-def scrubbed_samples(samples: DataFrame, settings) -> DataFrame:
-    """``scrubbed`` for a few hundred spot-check samples: in one task, so that one Python worker
-    imports Presidio and builds its scrubber (~1.6 s of CPU each) instead of every worker that gets
-    a share. A shuffle to one partition, not a coalesce: the query feeding it stays parallel."""
-    return scrubbed(samples.repartition(1), settings)
+def scrubbed_rows(rows: Sequence[Row], settings) -> List[dict]:
+    """``rows`` (collected spot-check samples with ``text``, and ``url``/``lang`` where they have them)
+    as dicts, scrubbed as ``scrubbed`` scrubs a document, with its ``error`` (``text`` null then).
+
+    In the driver: a run's samples are a few hundred rows, and the driver's one scrubber serves the
+    filter's samples and the report alike (built in the background while the run starts,
+    ``jobs/cli.py``), where a Spark task made a Python worker import Presidio for each (~1 s of CPU
+    apiece, at the end of the run when nothing else runs)."""
+    scrubber = scrubber_for(settings)
+    shown = []
+    for row in rows:
+        doc = row.asDict()
+        done = scrubber.scrub_or_error(doc["text"], doc.get("lang") if settings.ner_models else None, doc.get("url"))
+        doc["text"], doc["error"] = done.text, done.error
+        if "url" in doc:
+            doc["url"] = done.url
+        shown.append(doc)
+    return shown
 
 
 def spot_check_picks(rows: DataFrame, reason: str, per_reason: int) -> DataFrame:

@@ -7,7 +7,7 @@ import pytest
 
 from jobs import config
 from jobs.pipeline import run_pipeline
-from jobs.scrub import scrubbed_samples
+from jobs.scrub import scrubbed as scrubbed_docs, scrubbed_rows
 from udfs.pii import PiiConfig
 
 DOCS = [
@@ -96,13 +96,19 @@ def test_filter_fingerprint_covers_the_pii_settings_its_samples_are_scrubbed_wit
     assert stage_fingerprint(FilterStage(spark, cfg), "up") != stage_fingerprint(FilterStage(spark, other), "up")
 
 
-def test_spot_check_samples_are_scrubbed_in_one_task_fed_by_a_parallel_query(spark):
-    """One Python worker builds the scrubber for a stage's few samples, while the query that picks
-    them keeps its partitions (a coalesce would pull a crawl's whole rejected scan into one task)."""
-    rows = [(f"d{i}", f"mail jane.doe{i}@gmail.com") for i in range(8)]
-    samples = spark.createDataFrame(rows, "id string, text string").repartition(4)
-    shown = scrubbed_samples(samples, PiiConfig())
-    assert shown.rdd.getNumPartitions() == 1
-    plan = shown._jdf.queryExecution().executedPlan().toString()
-    assert "Exchange SinglePartition" in plan and "Coalesce" not in plan
-    assert sorted(r["text"] for r in shown.collect()) == ["mail <EMAIL>"] * 8
+def test_spot_check_rows_are_scrubbed_in_the_driver_as_the_pii_stage_scrubs_them(spark):
+    """The few samples the filter and the report show are scrubbed in the driver, after collecting:
+    text, URL and error come out as the pii stage's Spark UDF writes the very same documents."""
+    rows = [(f"d{i}", f"mail jane.doe{i}@gmail.com", f"https://example.org/?mail=jane{i}%40gmail.com") for i in range(3)]
+    rows += [("long", "x" * 60, None), ("null", None, "https://example.org/u/jane.doe@gmail.com/x")]
+    docs = spark.createDataFrame(rows, "id string, text string, url string")
+    settings = PiiConfig(max_doc_chars=50)
+    shown = {doc["id"]: doc for doc in scrubbed_rows(docs.collect(), settings)}
+    written = {row["id"]: row for row in scrubbed_docs(docs, settings).collect()}
+    assert sorted(shown) == sorted(written)
+    for doc_id, doc in shown.items():
+        assert (doc["text"], doc["url"], doc["error"]) == (written[doc_id]["text"], written[doc_id]["url"],
+                                                          written[doc_id]["error"]), doc_id
+    assert shown["d0"]["text"] == "mail <EMAIL>" and shown["d0"]["url"] == "https://example.org/?mail=<EMAIL>"
+    assert shown["long"]["text"] is None and "max_doc_chars" in shown["long"]["error"]
+    assert shown["null"]["text"] is None and "gmail" not in shown["null"]["url"]
