@@ -14,7 +14,6 @@ import gc
 import os
 import shutil
 import sys
-import threading
 from importlib import metadata
 from typing import List, Optional
 
@@ -57,7 +56,7 @@ def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
     from jobs.pipeline import plan_stages, run_pipeline
     from jobs.report import write_report
     from jobs.spark import get_session
-    from udfs.pii import scrubber_for
+    from udfs.pii import build_scrubber_in_background
 
     cfg = config.load(args.config)
     planned = plan_stages(stages)
@@ -67,7 +66,7 @@ def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
     check_java()
     # The report and filter's spot-check samples are scrubbed here, in the driver: its scrubber
     # (Presidio's import, ~0.6 s of CPU) is built while the JVM starts, not after the last stage.
-    threading.Thread(target=scrubber_for, args=(cfg.pii,), name="scrubber-build", daemon=True).start()
+    build_scrubber_in_background(cfg.pii)
     spark = get_session(cfg.spark)
     all_stats = run_pipeline(spark, cfg, args.input, planned, args.output, args.run, args.sample,
                              echo=progress_safe_print)

@@ -9,7 +9,7 @@ from stdnum import luhn
 
 from conftest import SHARED_DATA, shared
 from udfs.config import ConfigError, build
-from udfs.pii import PiiConfig, PiiScrubber
+from udfs.pii import PiiConfig, PiiScrubber, build_scrubber_in_background, scrubber_for
 from udfs.pii_recognizers import cn_ric_valid, cn_uscc_valid
 
 VECTORS = "pii/presidio-recognizer-tests/vectors.json"  # under ../shared/data
@@ -526,3 +526,18 @@ def test_building_and_scrubbing_never_touch_the_network(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "mail <EMAIL>, tel <PHONE>"
     assert "network used" not in done.stderr
+
+
+def test_a_scrubber_built_in_the_background_is_the_one_its_callers_get():
+    """The driver starts the build while the JVM starts; a caller meanwhile waits for that build rather
+    than making a second, and a build that failed in the background fails again for its caller."""
+    cfg = PiiConfig(placeholders={"EMAIL": "[IN THE BACKGROUND]"})
+    build_scrubber_in_background(cfg)
+    scrubber = scrubber_for(cfg)
+    assert scrubber is scrubber_for(cfg)
+    assert scrubber.scrub_or_error("mail jane.doe@gmail.com").text == "mail [IN THE BACKGROUND]"
+    broken = PiiConfig(ner_models={"en": "/nonexistent/spacy-pipeline"})
+    build_scrubber_in_background(broken)
+    with pytest.raises(OSError, match="nonexistent"):
+        scrubber_for(broken)
+

@@ -335,7 +335,7 @@ def _error_reason(exc: Exception) -> str:
 
 
 _SCRUBBERS: Dict[str, PiiScrubber] = {}
-_BUILDING = threading.Lock()  # the driver may build one in the background (jobs/cli.py) while a stage asks for it
+_BUILDING = threading.Lock()  # a build in the background (the CLI's driver) and a caller that asks meanwhile
 
 
 def scrubber_for(cfg: PiiConfig) -> PiiScrubber:
@@ -353,6 +353,17 @@ def scrubber_for(cfg: PiiConfig) -> PiiScrubber:
                 if collecting:
                     gc.enable()
     return _SCRUBBERS[key]
+
+
+def build_scrubber_in_background(cfg: PiiConfig) -> None:
+    """Start building ``scrubber_for(cfg)`` in a thread, for a process that will need it later. A
+    build that fails here is tried again by the first caller, whose error then says what needed it."""
+    def build() -> None:
+        try:
+            scrubber_for(cfg)
+        except Exception:  # noqa: BLE001 - raised again, in context, by the caller that needs the scrubber
+            pass
+    threading.Thread(target=build, name="scrubber-build", daemon=True).start()
 
 
 # ---------------------------------------------------------------------------------------------

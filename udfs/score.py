@@ -7,13 +7,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
-import pandas as pd
 
 from udfs.config import ConfigError, require_file
 from scoring_service.artifacts import DEFAULT_MODEL_DIR
 from scoring_service.client import ScoringClient, ScoringUnavailable
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from scoring_service.backend import TextScorer
 
 ON_FAILURE = ("fail", "null")
@@ -132,6 +133,8 @@ def score_texts(texts: pd.Series, previous: Optional[pd.Series], client: Union[S
     Under ``on_failure="null"`` a batch the service cannot score gets null scores; under ``"fail"``
     the ``ScoringUnavailable`` error propagates and fails the Spark task (and the stage).
     """
+    import pandas as pd  # here, not at the top: the driver reads this module's config before starting the JVM
+
     scores = np.full(len(texts), np.nan, dtype=np.float32)
     todo = np.ones(len(texts), dtype=bool)
     if previous is not None:
