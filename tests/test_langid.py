@@ -6,6 +6,8 @@ import random
 import struct
 import zipfile
 
+import numpy as np
+
 import pytest
 
 from conftest import shared
@@ -78,3 +80,33 @@ def test_a_model_it_does_not_read_is_refused_for_fasttext_to_read(tmp_path):
     (tmp_path / "old.bin").write_bytes(struct.pack("<2i", 793712314, 11))
     with pytest.raises(NotImplementedError, match="format 12"):
         HsClassifier.read(tmp_path / "old.bin")
+
+
+def dense_hs_model(path, words=("hello", "world", "bonjour"), labels=("a", "b", "c", "d"), dim=4, bucket=50):
+    """A small supervised hierarchical-softmax model file with dense matrices (as ``lid.176.bin`` has),
+    no pruning, random weights: fastText and the compiled classifier must read it alike."""
+    rng = np.random.default_rng(3)
+    entries = [("</s>", 9, 0)] + [(w, 8 - i, 0) for i, w in enumerate(words)] + \
+              [(f"__label__{l}", 20 - 3 * i, 1) for i, l in enumerate(labels)]
+    out = [struct.pack("<2i12id", 793712314, 12, dim, 5, 5, 1, 5, 1, 1, 3, bucket, 2, 3, 100, 1e-4),
+           struct.pack("<iiiqq", len(entries), len(words) + 1, len(labels), 100, -1)]
+    out += [w.encode() + b"\0" + struct.pack("<qb", count, kind) for w, count, kind in entries]
+    out.append(struct.pack("<?qq", False, len(words) + 1 + bucket, dim))
+    out.append(rng.normal(size=(len(words) + 1 + bucket, dim)).astype("<f4").tobytes())
+    out.append(struct.pack("<?qq", False, len(labels), dim))
+    out.append(rng.normal(size=(len(labels), dim)).astype("<f4").tobytes())
+    path.write_bytes(b"".join(out))
+    return path
+
+
+def test_a_dense_unpruned_model_gets_fasttexts_answers(tmp_path):
+    """The ``.bin`` side: dense input and output matrices, every n-gram bucket kept."""
+    path = str(dense_hs_model(tmp_path / "dense.bin"))
+    compiled, fasttext = HsClassifier.read(path), FastTextPredictor(path)
+    rng = random.Random(5)
+    vocabulary = ["hello", "world", "bonjour", "hallo", "wörld", "日本語", "x", "__label__a"]
+    for _ in range(300):
+        line = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 12))) + rng.choice(["\n", ""])
+        assert compiled.predict(line) == fasttext.predict(line), repr(line)
+    assert {compiled.predict(w + "\n")[0] for w in vocabulary} <= {f"__label__{l}" for l in "abcd"}
+
