@@ -110,3 +110,32 @@ def test_a_dense_unpruned_model_gets_fasttexts_answers(tmp_path):
         assert compiled.predict(line) == fasttext.predict(line), repr(line)
     assert {compiled.predict(w + "\n")[0] for w in vocabulary} <= {f"__label__{l}" for l in "abcd"}
 
+
+def test_a_model_file_whose_parts_do_not_fit_is_refused_not_read_out_of_bounds(tmp_path):
+    """Rows are read without bound checks, so the file's counts are checked against its arrays first:
+    a cut file, a dictionary claiming more words than rows, a matrix of another width."""
+    good = dense_hs_model(tmp_path / "good.bin").read_bytes()
+    HsClassifier.read(tmp_path / "good.bin")
+    (tmp_path / "cut.bin").write_bytes(good[:-40])
+    with pytest.raises(ValueError):
+        HsClassifier.read(tmp_path / "cut.bin")
+    dictionary_at = struct.calcsize("<2i12id")
+    (tmp_path / "cut_dictionary.bin").write_bytes(good[:dictionary_at + 30])
+    with pytest.raises(ValueError, match="ends early"):
+        HsClassifier.read(tmp_path / "cut_dictionary.bin")
+    more_words = bytearray(good)
+    struct.pack_into("<i", more_words, dictionary_at + 4, 60)  # nwords: 60 of 8 entries
+    (tmp_path / "words.bin").write_bytes(bytes(more_words))
+    with pytest.raises(ValueError, match="8 dictionary entries for 60 words"):
+        HsClassifier.read(tmp_path / "words.bin")
+    more_buckets = bytearray(good)
+    struct.pack_into("<i", more_buckets, 40, 1000)  # n-gram buckets: 4 words + 1000 buckets > 54 rows
+    (tmp_path / "buckets.bin").write_bytes(bytes(more_buckets))
+    with pytest.raises(ValueError, match="fewer input rows than words and n-grams"):
+        HsClassifier.read(tmp_path / "buckets.bin")
+    wider = bytearray(good)
+    struct.pack_into("<i", wider, 8, 8)  # dimension 8 for matrices of 4 columns
+    (tmp_path / "wider.bin").write_bytes(bytes(wider))
+    with pytest.raises(ValueError, match="matrix for dimension 8"):
+        HsClassifier.read(tmp_path / "wider.bin")
+

@@ -77,6 +77,20 @@ cdef class _Matrix:
             for n in range(self.width(m)):
                 x[m * self.dsub + n] += alpha * c[n]
 
+    def refusal(self, int dim):
+        """Why the rows cannot be read within the matrix's own arrays, or None."""
+        if self.cols != dim or self.rows < 0:
+            return f"a {self.rows} x {self.cols} matrix for dimension {dim}"
+        if not self.quantised:
+            return None if self.dense.shape[0] == self.rows * self.cols else "dense values of another size"
+        if self.nsubq < 1 or self.dsub < 1 or self.lastdsub < 1 or (self.nsubq - 1) * self.dsub + self.lastdsub != dim:
+            return "sub-quantisers that do not cover the dimension"
+        if self.codes.shape[0] != self.nsubq * self.rows or self.centroids.shape[0] != dim * KSUB:
+            return "codes or centroids of another size"
+        if self.qnorm and (self.norm_codes.shape[0] != self.rows or self.norm_centroids.shape[0] != KSUB):
+            return "norm codes of another size"
+        return None
+
     cdef inline float dot_row(self, const float* x, int32_t row) noexcept:
         """``row . x`` (fastText's ``dotRow``: ``ProductQuantizer::mulcode`` when quantised)."""
         cdef float res = 0.0
@@ -94,6 +108,9 @@ cdef class _Matrix:
         return res * self.norm(row)
 
 
+_ENDS_EARLY = "not a usable fastText model: the file ends early"
+
+
 class _Reader:
     """Little-endian fields of a fastText model file, in order."""
 
@@ -101,7 +118,10 @@ class _Reader:
         self.data, self.at = data, 0
 
     def take(self, fmt: str):
-        values = struct.unpack_from("<" + fmt, self.data, self.at)
+        try:
+            values = struct.unpack_from("<" + fmt, self.data, self.at)
+        except struct.error:
+            raise ValueError(_ENDS_EARLY) from None
         self.at += struct.calcsize("<" + fmt)
         return values if len(values) > 1 else values[0]
 
@@ -111,7 +131,9 @@ class _Reader:
         return array
 
     def word(self) -> bytes:
-        end = self.data.index(b"\0", self.at)
+        end = self.data.find(b"\0", self.at)
+        if end < 0:
+            raise ValueError(_ENDS_EARLY)
         word, self.at = self.data[self.at:end], end + 1
         return word
 
@@ -190,6 +212,8 @@ cdef class HsClassifier:
             if kind == _LABEL:
                 model.labels.append(word.decode("utf-8", "replace"))
                 label_counts.append(count)
+            elif index >= model.nwords:
+                raise ValueError(f"{path}: not a usable fastText model: a word after the {model.nwords} words")
             try:
                 model.entries[word.decode("utf-8")] = (index, kind)
             except UnicodeDecodeError:  # no line of text has these bytes as a word
@@ -197,6 +221,16 @@ cdef class HsClassifier:
         model.pruneidx = dict(reader.take("ii") for _ in range(model.pruned)) if model.pruned > 0 else {}
         model.input = _read_matrix(reader, reader.take("?"))
         model.output = _read_matrix(reader, reader.take("?") and model.input.quantised)
+        # Rows are then read unchecked: a file whose parts do not fit together is refused here.
+        last_row = model.nwords - 1 + (max(model.pruneidx.values(), default=-1) + 1 if model.pruned >= 0 else bucket)
+        refusal = (model.input.refusal(dim) or model.output.refusal(dim) or (
+            "no labels" if model.labels_count < 1 else
+            f"{size} dictionary entries for {model.nwords} words and {model.labels_count} labels"
+            if size != model.nwords + model.labels_count or len(model.labels) != model.labels_count else
+            "fewer input rows than words and n-grams" if model.input.rows <= last_row else
+            "fewer output rows than labels" if model.output.rows < model.labels_count - 1 else None))
+        if refusal:
+            raise ValueError(f"{path}: not a usable fastText model: {refusal}")
         model._build_tree(label_counts)
         model.hidden = <float*>calloc(dim, sizeof(float))
         if model.hidden == NULL:
