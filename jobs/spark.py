@@ -28,6 +28,10 @@ BASE_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionOverwriteMode": "static",
     "spark.ui.showConsoleProgress": "true",
+    # PySpark otherwise records the Python call site of every Column operation for analysis errors:
+    # ~4 JVM round trips each, which the stages' bookkeeping queries (a sum per filter rule) and
+    # every stage's planning wait for in the driver. Errors still name the failing expression.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 # Warnings and errors only, without Spark's start-up notices (see the file).
 LOG4J2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")

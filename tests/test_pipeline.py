@@ -366,3 +366,16 @@ def test_side_files_read_the_same_through_python_and_the_jvm(spark, tmp_path):
     for limit in (0, 2, 4, 10):
         assert fs.read_lines(through_python, limit) == fs.read_lines(through_jvm, limit)
     assert fs.read_lines(through_jvm, 10) == ["één", '{"a": 1}', "last", "line", "", "end\ufffd"]
+
+
+def test_the_session_records_no_python_call_site_per_column_operation(spark):
+    """(PySpark's DataFrame debugging: JVM round trips for every Column operation the driver builds.)
+    An analysis error still names what failed."""
+    from pyspark.errors import AnalysisException
+    from pyspark.errors.utils import is_debugging_enabled
+    from pyspark.sql import functions as F
+
+    assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
+    assert not is_debugging_enabled()
+    with pytest.raises(AnalysisException, match="no_such_column"):
+        spark.range(1).select(F.col("no_such_column") + 1).collect()
