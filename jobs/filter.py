@@ -76,38 +76,33 @@ class FilterStage(Stage):
         facts: dict = {}
 
         def release() -> None:  # by the runner, once the write is done (or failed)
-            if "rule_stats" in facts:  # the last job of the thread that reads the cache
-                facts["rule_stats"].add_done_callback(lambda _: filtered.unpersist())
+            if "samples" in facts:  # they read the cache too
+                facts["samples"].add_done_callback(lambda _: filtered.unpersist())
             else:
                 filtered.unpersist()
         resources.callback(release)
         out, facts["ppl_cutoffs"] = with_ppl_bucket(filtered, settings.perplexity,
                                                     reference=F.col("_outcome") == "kept")
-        # The cut-offs have filled the cache: the samples (picked from it and scrubbed) and the rule
-        # counts are read from it in one thread while the runner writes and counts the rows; the
-        # cache goes once both are done. (inheritable_thread_target: their jobs run in the stage's
-        # job group.)
-        pool = ThreadPoolExecutor(max_workers=1)
         if settings.samples_per_rule:
+            # The cut-offs have filled the cache: the samples are picked from it and scrubbed while the
+            # runner writes and counts. (inheritable_thread_target: the samples' jobs run in the
+            # stage's job group.)
+            pool = ThreadPoolExecutor(max_workers=1)
             facts["samples"] = pool.submit(inheritable_thread_target(self.spark)(self.sample_rows),
                                            filtered.where(F.col("_outcome") == "rejected"))
-        facts["rule_stats"] = pool.submit(inheritable_thread_target(self.spark)(self.rule_stats), filtered)
-        pool.shutdown(wait=False)  # its one thread ends with the rule counts
+            pool.shutdown(wait=False)  # its one thread ends with the samples
         return Transformed(out, facts)
 
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:
-        stats = {**facts["rule_stats"].result(), "ppl_cutoffs": facts["ppl_cutoffs"]}
         fs = HadoopFS(self.spark)
-        if "samples" in facts and fs.exists(f"{stage_dir}/rejected"):
-            stats["samples"] = self.write_samples(fs, stage_dir, facts["samples"].result())
-        return stats
-
-    def rule_stats(self, filtered: DataFrame) -> dict:
-        """Per rule, the documents it rejected first (``first_hit``) and those that fail it
-        (``alone``), and the documents per language, over the kept and rejected rows: one query, a
-        few rows per (rule, language), each with how many of its documents fail each rule."""
+        parts = [f"{stage_dir}/{d}" for d in ("kept", "rejected") if fs.exists(f"{stage_dir}/{d}")]
+        if not parts:
+            return {"rules": [], "languages": {}, "ppl_cutoffs": facts["ppl_cutoffs"]}
+        written = self.spark.read.parquet(*parts)
         rules = self.settings.rule_names()
-        counts = filtered.where(F.col("_outcome").isin("kept", "rejected")).groupBy("reject_rule", "lang").agg(
+        # One query for both figures: a few rows per (rule, language), each with how many of its
+        # documents fail each rule.
+        counts = written.groupBy("reject_rule", "lang").agg(
             F.count(F.lit(1)).alias("n"),
             *[F.sum(F.array_contains("failed_rules", rule).cast("long")).alias(f"fails_{i}")
               for i, rule in enumerate(rules)]).collect()
@@ -120,12 +115,16 @@ class FilterStage(Stage):
             languages[row["lang"] or "-"] += row["n"]
             for i, rule in enumerate(rules):
                 alone[rule] += row[f"fails_{i}"] or 0
-        return {
+        stats = {
             # In evaluation order: the funnel reads top to bottom.
             "rules": [{"rule": name, "first_hit": first_hit.get(name, 0), "alone": alone.get(name, 0)}
                       for name in rules],
             "languages": dict(sorted(languages.items(), key=lambda item: (-item[1], item[0]))[:_TOP_LANGUAGES]),
+            "ppl_cutoffs": facts["ppl_cutoffs"],
         }
+        if "samples" in facts and fs.exists(f"{stage_dir}/rejected"):
+            stats["samples"] = self.write_samples(fs, stage_dir, facts["samples"].result())
+        return stats
 
     def sample_rows(self, rejected: DataFrame) -> list:
         """Up to ``samples_per_rule`` of the ``rejected`` rows per rule, chosen by a hash of the id (the
