@@ -49,6 +49,8 @@ FILTER_FIELDS = pa.schema(
 # What a spot-check sample shows of each rejected document.
 SAMPLE_COLUMNS = ["id", "url", "lang", "lang_score", "reject_rule", "reject_value", "failed_rules", "text"]
 _TOP_LANGUAGES = 50
+_RULE_STATS_SCHEMA = from_arrow_schema(pa.schema([FILTER_FIELDS.field(name)
+                                                  for name in ("reject_rule", "lang", "failed_rules")]))
 
 
 class FilterStage(Stage):
@@ -98,7 +100,8 @@ class FilterStage(Stage):
         parts = [f"{stage_dir}/{d}" for d in ("kept", "rejected") if fs.exists(f"{stage_dir}/{d}")]
         if not parts:
             return {"rules": [], "languages": {}, "ppl_cutoffs": facts["ppl_cutoffs"]}
-        written = self.spark.read.parquet(*parts)
+        # The three columns read, by their written types: no job to infer the schema from a footer.
+        written = self.spark.read.schema(_RULE_STATS_SCHEMA).parquet(*parts)
         rules = self.settings.rule_names()
         # One query for both figures: a few rows per (rule, language), each with how many of its
         # documents fail each rule.
