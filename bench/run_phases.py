@@ -46,7 +46,7 @@ def phases_of(event_logs: Path, started: float, ended: float, stages: List[str])
     for stage in stages:
         own = [(end - start, start, end) for group, start, end in jobs.values() if group == stage and end]
         if not own:
-            raise SystemExit(f"run_phases: no Spark job of stage {stage!r} in {event_log}")
+            raise SystemExit(f"run_phases: no Spark job of stage {stage!r} in {event_logs}")
         passes[stage] = max(own)[1:]
     phases = {"start": passes[stages[0]][0] - started}
     for previous, stage in zip([None] + stages, stages):
@@ -61,7 +61,7 @@ def phases_of(event_logs: Path, started: float, ended: float, stages: List[str])
 def run_once(config: Path, inputs: Path, stages: List[str], work: Path) -> Dict[str, float]:
     """One run in its own output and event-log folders; its phases and its input record count."""
     logs, out = Path(tempfile.mkdtemp(dir=work)), Path(tempfile.mkdtemp(dir=work))
-    run_config = work / f"{logs.name}.yaml"
+    run_config = work / f"{logs.name}.yaml"  # written as JSON, which YAML reads as it is
     run_config.write_text(json.dumps({"include": [str(config.resolve())], "spark": {"conf": {
         "spark.eventLog.enabled": "true", "spark.eventLog.dir": logs.as_uri(), "spark.eventLog.compress": "false"}}}))
     files = sorted(str(p) for p in inputs.iterdir() if p.name.endswith((".warc", ".warc.gz", ".arc", ".arc.gz")))
