@@ -117,7 +117,7 @@ def test_a_model_file_whose_parts_do_not_fit_is_refused_not_read_out_of_bounds(t
     good = dense_hs_model(tmp_path / "good.bin").read_bytes()
     HsClassifier.read(tmp_path / "good.bin")
     (tmp_path / "cut.bin").write_bytes(good[:-40])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="ends early"):
         HsClassifier.read(tmp_path / "cut.bin")
     dictionary_at = struct.calcsize("<2i12id")
     (tmp_path / "cut_dictionary.bin").write_bytes(good[:dictionary_at + 30])
@@ -139,3 +139,18 @@ def test_a_model_file_whose_parts_do_not_fit_is_refused_not_read_out_of_bounds(t
     with pytest.raises(ValueError, match="matrix for dimension 8"):
         HsClassifier.read(tmp_path / "wider.bin")
 
+
+def test_a_pruned_model_whose_n_gram_rows_point_before_its_buckets_is_refused(tmp_path):
+    """lid.176.ftz keeps a table from hashed n-gram to row; a negative row there would be read
+    outside the input matrix, unchecked."""
+    data = bytearray(default_model_path().read_bytes())
+    at = struct.calcsize("<2i12id")
+    size, _nwords, _labels, _tokens, pruned = struct.unpack_from("<iiiqq", data, at)
+    at += struct.calcsize("<iiiqq")
+    for _ in range(size):  # each entry: the word, NUL, its count (int64) and kind (int8)
+        at = data.index(b"\0", at) + 1 + struct.calcsize("<qb")
+    assert pruned > 0
+    struct.pack_into("<i", data, at + 4, -10**6)  # the first (bucket, row) pair's row
+    (tmp_path / "negative.ftz").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="n-gram rows among the words' rows"):
+        HsClassifier.read(tmp_path / "negative.ftz")

@@ -126,6 +126,10 @@ class _Reader:
         return values if len(values) > 1 else values[0]
 
     def array(self, dtype, count: int):
+        if count < 0:  # (numpy would read a count of -1 as "the rest of the file")
+            raise ValueError(f"not a usable fastText model: an array of {count} values")
+        if self.at + count * np.dtype(dtype).itemsize > len(self.data):
+            raise ValueError(_ENDS_EARLY)
         array = np.frombuffer(self.data, dtype=dtype, count=count, offset=self.at).copy()
         self.at += array.nbytes
         return array
@@ -227,6 +231,7 @@ cdef class HsClassifier:
             "no labels" if model.labels_count < 1 else
             f"{size} dictionary entries for {model.nwords} words and {model.labels_count} labels"
             if size != model.nwords + model.labels_count or len(model.labels) != model.labels_count else
+            "n-gram rows among the words' rows" if min(model.pruneidx.values(), default=0) < 0 else
             "fewer input rows than words and n-grams" if model.input.rows <= last_row else
             "fewer output rows than labels" if model.output.rows < model.labels_count - 1 else None))
         if refusal:
