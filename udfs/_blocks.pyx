@@ -16,7 +16,7 @@ from libc.stdlib cimport free, malloc
 from cpython.unicode cimport (Py_UNICODE_ISDECIMAL, PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND,
                               PyUnicode_READ)
 
-from udfs._minimal_html cimport Unit
+from udfs._page_walk cimport Unit
 
 # The features of udfs/boilerplate.py's FEATURES, by their index in a row.
 cdef enum:

@@ -1,14 +1,15 @@
 """Boilerplate removal around resiliparse's main-content extraction, in three cheap passes.
 
-1. **Elements** (before extraction, on resiliparse's DOM): page furniture that the main-content
-   heuristics leave in — author boxes, share bars, "related" lists, post meta, newsletter and cookie
-   boxes, comment forms — is recognised by the words web developers name it with in ``class`` and
-   ``id`` (``author-box``, ``entry-meta``, ``socialShare``, ``relatedPosts``), the vocabulary
-   Readability and trafilatura also rely on. Layout wrappers carry the same words
+1. **Elements** (in the walk over the page's DOM, udfs/_page_walk.pyx): page furniture that the
+   main-content rules leave in — author boxes, share bars, "related" lists, post meta, newsletter
+   and cookie boxes, comment forms — is recognised by the words web developers name it with in
+   ``class`` and ``id`` (``author-box``, ``entry-meta``, ``socialShare``, ``relatedPosts``), the
+   vocabulary Readability and trafilatura also rely on. Layout wrappers carry the same words
    (``content-sidebar-wrap``, ``with-sidebar-right``), so an element is never dropped when its names
    also say content/article/main, or when it holds the page's ``<h1>``, a ``<main>``, an
-   ``<article>`` or a run of paragraphs. The test runs inside resiliparse as one CSS selector
-   (``skip_elements``), built from the names found in the page source.
+   ``<article>``, an ``articleBody`` or a run of paragraphs (a third ``<p>`` among siblings; an
+   ASP.NET page's one ``<form>`` around everything does); ``<html>``, ``<body>``, ``<main>`` and
+   ``<article>`` never are. Forms are furniture by their tag.
 2. **Blocks** (after extraction, ``BlockModel``): each paragraph, heading or line is kept or
    dropped by a small logistic model on its link density, length, punctuation, whether it is a
    heading and its place among the page's long paragraphs; a near-miss between two kept units is
@@ -33,11 +34,9 @@ import numpy as np
 try:
     from udfs._blocks import (FEATURES, HAS_DIGIT, HAS_PHRASE, HAS_TWO_SEPARATORS, fill_unit_features, line_marks,
                               unit_scores)
-    from udfs._html_names import NameScanner
-    from udfs._minimal_html import Unit, units_of
+    from udfs._page_walk import Unit
 except ImportError as exc:  # a checkout that pip has not built, or a shipped udfs/ without the .so
-    raise ImportError("corpusmill's compiled HTML scans (udfs/_html_names.pyx, udfs/_minimal_html.pyx, "
-                      "udfs/_blocks.pyx) are not built: install corpusmill with pip (`pip install -e .` in the "
+    raise ImportError("corpusmill's compiled HTML passes (udfs/_page_walk.pyx, udfs/_blocks.pyx) are not built: install corpusmill with pip (`pip install -e .` in the "
                       "clone), which compiles them") from exc
 
 # Words (a class token or id split at "-", "_", digits and camelCase humps) naming page furniture.
@@ -65,21 +64,12 @@ _FURNITURE_TOKEN = re.compile(
     r"^(?:(?:entry|post|article|story|blog|byline)[-_]?)?meta(?:[-_]?(?:data|info))?$|^(?:no|hidden)[-_]?print$")
 # Names that say "this is the content" veto removal (a wrapper like "entry-content has-sidebar").
 _CONTENT_WORDS = frozenset({"content", "article", "main", "body", "story"})
-# Forms (comment, search, subscription forms) are furniture whatever they are named; a page that
-# wraps everything in one <form> (ASP.NET) keeps it through the content test below.
-_FURNITURE_TAGS = ["form"]
-# Never removed: the document, and the elements that are the content by definition.
-_KEPT_TAGS = frozenset({"html", "body", "main", "article"})
-# ... nor one that holds the page title, the content landmarks or a run of paragraphs (a share bar
-# or an author box has none; a layout wrapper named "socialicons-sticky" around the text does).
-_HOLDS_CONTENT = "h1, main, article, [itemprop=articleBody], p ~ p ~ p"
-
 # Where a camelCase hump splits words ("socialShare"): an empty match, so that the split is a plain
 # replacement, several times cheaper than a template with groups.
 _CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _NON_LETTERS = re.compile(r"[^a-z]+")
-# Tokens used in a CSS selector must be plain names; numbered ones ("comment-12345") are instances
-# whose container carries the plain name as well.
+# Only plain names say what an element is; numbered ones ("comment-12345") are instances whose
+# container carries the plain name as well.
 _SELECTABLE = re.compile(r"^[A-Za-z][\w-]*$")
 _NUMBERED = re.compile(r"\d{3}")
 
@@ -134,9 +124,6 @@ def _trie_pattern(words) -> str:
 
 _NAMING_WORDS = _FURNITURE_WORDS | set(_FURNITURE_PREFIXES) | _CONTENT_WORDS | {"meta", "print"}
 _MAYBE_NAMED = re.compile(_trie_pattern(_NAMING_WORDS))
-# That test and name_kind's first one (selectable, not numbered) in compiled code, run while the
-# page's names are collected; a name with a character outside ASCII passes, for the Python to judge.
-_NAME_SCANNER = NameScanner(_NAMING_WORDS)
 
 
 def name_kind(name: str) -> str:
@@ -153,55 +140,6 @@ def _selectable_name_kind(name: str) -> str:
     if not _CONTENT_WORDS.isdisjoint(words):
         return "content"
     return "furniture" if _names_furniture(name, words) else ""
-
-
-# What each name seen means for the selector, per attribute: a repeated name (most of a page's are
-# the CMS's or the theme's) costs one look-up. Emptied when full, which bounds memory.
-_DECISIONS = {"class": {}, "id": {}}
-_DECISIONS_KEPT = 65536
-
-
-def _decision(attribute: str, name: str) -> tuple:
-    """``(kind, selector part)`` for a furniture or content name, ``()`` for any other."""
-    if name.isascii():  # then the name scan passed it as selectable, not numbered and with a word
-        kind = _selectable_name_kind(name)
-    else:
-        kind = name_kind(name) if _MAYBE_NAMED.search(name.lower()) else ""
-    if not kind:
-        return ()
-    return kind, f'[class~="{name}"]' if attribute == "class" else f'[id="{name}"]'
-
-
-def furniture_selector(html: str) -> str:
-    """A CSS selector for furniture elements, built from the class and id names in the raw HTML.
-
-    The names are the whitespace-separated tokens of ``class="…"`` and ``id="…"`` values; those that
-    may say what an element is are found in one compiled pass (``udfs/_html_names.pyx``), in the
-    order a set of all of them iterates in. Each distinct name is classified once (cached across
-    pages: the same CMS names repeat); the selector then does all the per-element work inside
-    resiliparse's C engine, which is much cheaper than visiting elements from Python. Each
-    attribute's names stand behind a test for the attribute (``[class]:is(…)``): lexbor tries a
-    compound selector's parts in order, so an element without a class costs one test instead of one
-    per name (~50 on a page; 0.17 of the 0.53 ms the selector cost a page, the same elements matched).
-    """
-    parts = {"furniture": [], "content": []}
-    for attribute, names in zip(("class", "id"), _NAME_SCANNER.names(html)):
-        decisions = _DECISIONS[attribute]
-        found = {"furniture": [], "content": []}
-        for name in names:
-            decision = decisions.get(name)
-            if decision is None:
-                if len(decisions) >= _DECISIONS_KEPT:
-                    decisions.clear()
-                decision = decisions[name] = _decision(attribute, name)
-            if decision:
-                found[decision[0]].append(decision[1])
-        for kind, selectors in found.items():
-            if selectors:  # one test passes over an element without the attribute (the same matches)
-                parts[kind].append(f"[{attribute}]:is({', '.join(selectors)})")
-    furniture = ", ".join(_FURNITURE_TAGS + parts["furniture"])
-    vetoes = f":not({', '.join(parts['content'])})" if parts["content"] else ""
-    return f":is({furniture}):not({', '.join(sorted(_KEPT_TAGS))}):not(:has({_HOLDS_CONTENT})){vetoes}"
 
 
 SHORT_LINE_CHARS = 120

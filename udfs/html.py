@@ -9,9 +9,11 @@ from typing import Callable, List, Optional, Tuple
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import detect_encoding
-from resiliparse.parse.html import HTMLTree
 
-from udfs.boilerplate import BlockModel, Unit, drop_boilerplate_lines, furniture_selector, unit_lines, units_of
+from udfs import _page_walk
+from udfs._page_walk import PageUnits
+from udfs.boilerplate import BlockModel, Unit, drop_boilerplate_lines, unit_lines
+from udfs.main_content import page_walker
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 # Declared labels that browsers decode with a superset codec (WHATWG encoding standard).
@@ -71,29 +73,27 @@ def decode_html(payload: bytes, http_charset: Optional[str]) -> Tuple[Optional[s
     return None, None
 
 
-# resiliparse's main-content mode without comments, alt texts, list bullets, form fields, noscript.
+# resiliparse's main-content mode without comments, alt texts, list bullets, form fields, noscript:
+# the extract without the boilerplate filter.
 _MAIN_CONTENT = dict(main_content=True, alt_texts=False, links=False, list_bullets=False, comments=False,
                      form_fields=False, noscript=False)
-# The same as minimal HTML: paragraphs, headings and links marked for the block pass.
-_MAIN_CONTENT_HTML = dict(_MAIN_CONTENT, preserve_formatting="minimal_html", links=True)
-# The same over the whole page, for pages whose main content resiliparse missed.
-_WHOLE_PAGE_HTML = dict(_MAIN_CONTENT_HTML, main_content=False)
 # The element pass is undone where it removed more than this share of the main content's text.
 MAX_FURNITURE_SHARE = 0.5
-# ... which is checked only where it left fewer characters than this: the check costs a second
-# main-content extraction (a fifth of the stage's CPU). In 7,118 pages of four samples (3,000 from
-# each of the crawl benchmark's first and last files, trafilatura-eval, Readability's tests) the pass
-# took too much on 146 (70 distinct), all but one left under 2,000 characters (the one: a statistics
-# table, 10,499 of 136,000 characters left); the check runs on 37% of the pages, 22% of the HTML
-# (its cost goes with the HTML's size).
+# ... which is checked only where it left fewer characters than this (kept from when the check cost
+# a second extraction; in 7,118 pages of four samples the pass took too much on 146, all but one
+# left under 2,000 characters).
 UNDO_CHECK_CHARS = 2000
-# Fewer characters kept than this: resiliparse's main-content mode may have taken a teaser, a
-# caption or nothing and missed the article (2-5% of the development pages, some of them whole news
+# Fewer characters kept than this: the main-content rules may have taken a teaser, a caption or
+# nothing and missed the article (2-5% of the development pages, some of them whole news
 # articles), so the whole page's units go through the block pass too; their verdict replaces the
 # main content's where it keeps at least this many characters more (a short post stays as it is
 # rather than gain a menu line). F1 on both development sets is flat from 100 to 300 characters.
 MIN_MAIN_TEXT_CHARS = 200
 BLOCK_MODEL_PATH = Path(__file__).resolve().parent / "models" / "block_classifier.json"
+# The views of a walked page: which marks each leaves out (udfs/_page_walk.pyx).
+MAIN_CONTENT = _page_walk.MAIN | _page_walk.FURNITURE
+MAIN_CONTENT_UNFILTERED = _page_walk.MAIN
+WHOLE_PAGE = _page_walk.FURNITURE
 
 
 @lru_cache(maxsize=1)
@@ -101,39 +101,33 @@ def block_model() -> BlockModel:
     return BlockModel.load(BLOCK_MODEL_PATH)
 
 
-# A page parsed once for the passes over it: resiliparse's tree and the element pass's selector.
-ParsedPage = Tuple[HTMLTree, str]
+def parse_page(html: str) -> PageUnits:
+    """The page parsed and walked once (udfs/_page_walk.pyx): its main content, with and without the
+    element pass, and its whole text, as units."""
+    return page_walker().walk(html)
 
 
-def parse_page(html: str) -> ParsedPage:
-    return HTMLTree.parse(html), furniture_selector(html)
-
-
-def main_content_units(html: str, page: Optional[ParsedPage] = None) -> List[Unit]:
-    """resiliparse's main content as text units, after the element pass of the boilerplate filter.
+def main_content_units(html: str, page: Optional[PageUnits] = None) -> List[Unit]:
+    """The main content as text units, after the element pass of the boilerplate filter.
 
     Some pages name their content like furniture (a forum whose posts are "comments", an article
     inside a "comments-area" wrapper, report sections with an "ads" modifier): where the element pass
-    took most of the text — measured against the plain main-content extract, the cheapest to make —
-    it is undone and the block pass alone decides (checked where the element pass left little text:
-    ``UNDO_CHECK_CHARS``).
+    took most of the text (measured against the main content without it), it is undone and the
+    block pass alone decides (checked where the element pass left little text: ``UNDO_CHECK_CHARS``).
     """
-    tree, selector = page or parse_page(html)
-    units = units_of(extract_plain_text(tree, skip_elements=[selector], **_MAIN_CONTENT_HTML))
+    page = page or parse_page(html)
+    units = page.units(MAIN_CONTENT)
     chars = sum(u.chars for u in units)
     if chars >= UNDO_CHECK_CHARS:
         return units
-    unfiltered_chars = len(extract_plain_text(tree, preserve_formatting=False, **_MAIN_CONTENT))
-    if chars < (1 - MAX_FURNITURE_SHARE) * unfiltered_chars:
-        return units_of(extract_plain_text(tree, **_MAIN_CONTENT_HTML))
-    return units
+    unfiltered = page.units(MAIN_CONTENT_UNFILTERED)
+    return unfiltered if chars < (1 - MAX_FURNITURE_SHARE) * sum(u.chars for u in unfiltered) else units
 
 
-def whole_page_units(html: str, page: Optional[ParsedPage] = None) -> List[Unit]:
+def whole_page_units(html: str, page: Optional[PageUnits] = None) -> List[Unit]:
     """The whole page's text as units, after the element pass (no undo check: on the pages this is
-    for, the main-content extract it would be measured against is near-empty)."""
-    tree, selector = page or parse_page(html)
-    return units_of(extract_plain_text(tree, skip_elements=[selector], **_WHOLE_PAGE_HTML))
+    for, the main content it would be measured against is near-empty)."""
+    return (page or parse_page(html)).units(WHOLE_PAGE)
 
 
 def kept_units(html: str) -> Tuple[List[Unit], bool]:
@@ -173,8 +167,9 @@ def kept_text(units: List[Unit]) -> str:
 def extract_main_text(html: str, extractor: str = "resiliparse", boilerplate_filter: bool = True) -> str:
     """Main content of a page as plain text, paragraphs separated by newlines.
 
-    resiliparse's main-content mode, with the boilerplate filter's element, block and line passes
-    (``udfs/boilerplate.py``); the whole page's text where the main content kept is near-empty.
+    resiliparse's main-content rules on one walk over lexbor's DOM, with the boilerplate filter's
+    element, block and line passes (``udfs/boilerplate.py``); the whole page's text where the main
+    content kept is near-empty. Without the filter: resiliparse's own main-content extraction.
     """
     if extractor == "trafilatura":
         import trafilatura

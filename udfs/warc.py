@@ -53,7 +53,8 @@ EXTRACTORS = ("resiliparse", "trafilatura")
 
 @dataclass(frozen=True)
 class ExtractConfig:
-    # resiliparse + boilerplate passes: ~4x less CPU than trafilatura, F1 0.916 vs 0.924 on trafilatura-eval (bench/).
+    # resiliparse's main-content rules in one compiled walk over lexbor's DOM (udfs/_page_walk.pyx) with the
+    # boilerplate passes; "trafilatura" for comparison (bench/extraction_quality.py scores both).
     extractor: str = "resiliparse"
     boilerplate_filter: bool = True
     html_mime_types: List[str] = field(default_factory=lambda: ["text/html", "application/xhtml+xml"])
