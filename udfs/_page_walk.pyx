@@ -1,22 +1,25 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""A page's text units from one walk over lexbor's DOM: main content, element pass, whole page.
+"""A page's text units from one parse and two walks over lexbor's DOM: main content, element pass,
+whole page.
 
 The HTML is parsed by lexbor (the copy inside selectolax, whose functions are looked up in its
-module with ``dlsym``; no headers needed, nothing compiled at run time). One depth-first walk over the
-document then records every visible text node as a piece of a unit (a paragraph, heading, ``pre``
-or line, as resiliparse's ``minimal_html`` marks them) with two marks: outside the main content
-(``MAIN``: navigation, headers, footers, sidebars, ads, share bars, comments… by tag, role and
-class/id names) and inside page furniture (``FURNITURE``: the element pass of udfs/boilerplate.py).
+module with ``dlsym``; no headers needed, nothing compiled at run time). A first walk measures
+every element (its text and link text, what its class, id and other attributes say); a second
+records every visible text node as a piece of a unit (a paragraph, heading, ``pre`` or line, cut
+where resiliparse's ``minimal_html`` cut them) with two marks: outside the main content (``MAIN``:
+resiliparse's rules, by tag, depth, link density, role and class/id names; udfs/main_content.py)
+and inside page furniture (``FURNITURE``: the element pass of udfs/boilerplate.py).
 ``PageUnits.units(mask)`` then joins the pieces that carry none of the masked marks, so the main
-content with or without the element pass and the whole page come from one parse and one walk
-(resiliparse needed a selector built per page and up to three extractions for them).
+content with or without the element pass and the whole page come from one parse (resiliparse
+needed a selector built per page and up to three extractions for them).
 
-What each class/id pair means is asked of a Python function once per worker (``name_bits``) and
-kept in a table keyed by a 64-bit hash of the pair; elements without either cost no look-up.
+What a class/id pair means is asked of a Python function (``name_bits``) once per worker and kept
+in a table keyed by a 64-bit hash of the pair; only the names that hold a keyword are handed over,
+and elements without either attribute cost no look-up.
 
 The structs below mirror lexbor 2.x's node, element, attribute and character data (as bundled in
 selectolax 1.0); ``load`` parses a known page through them and refuses to run if what it reads is
-not that page (tests/test_page_walk.py also compares every word with selectolax's own API).
+not that page (tests/test_page_walk.py also checks every character read against selectolax's API).
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -116,7 +119,7 @@ DEF CAT_KEPT = 64      # html, body, main, article: never furniture
 DEF CAT_LANDMARK = 128  # h1, main, article: an element holding one is not furniture
 DEF CAT_P = 256
 DEF CAT_FORM = 512     # furniture by tag (the element pass)
-DEF CAT_NOT_MAIN = 1024  # nav, aside, audio, video, time
+DEF CAT_NOT_MAIN = 1024  # nav, aside, time (audio and video are skipped)
 DEF CAT_MAIN = 2048    # body, main, h1: main content
 
 # resiliparse skips these in every mode (with alt texts, form fields and noscript off, as corpusmill
@@ -444,6 +447,14 @@ cdef inline bint _equals(const unsigned char *data, size_t length, const char *l
     return length == literal_length and memcmp(data, literal, length) == 0
 
 
+cdef inline bint _value_is(cm_str_t *value, const char *literal, size_t length) noexcept nogil:
+    return value != NULL and _equals(value.data, value.length, literal, length)
+
+
+cdef inline bytes _value_bytes(cm_str_t *value):
+    return b"" if value == NULL else value.data[:value.length]
+
+
 cdef bint _style_hides(cm_str_t *value) noexcept nogil:
     """``display:none`` or ``visibility:hidden`` in a style attribute (spaces and case ignored)."""
     if value == NULL:
@@ -681,37 +692,23 @@ cdef class PageWalker:
         cdef const unsigned char *name
         cdef size_t length
         cdef cm_str_t *value
-        cdef bytes text
         while attribute != NULL:
             if attribute != element.attr_class and attribute != element.attr_id:
                 name = _attr_name(attribute, &length)
                 value = attribute.value
-                text = b"" if value == NULL else value.data[:value.length]
-                if _equals(name, length, b"hidden", 6):
+                if _equals(name, length, b"hidden", 6) or (_equals(name, length, b"aria-hidden", 11)
+                                                           and _value_is(value, b"true", 4)) \
+                        or (_equals(name, length, b"style", 5) and _style_hides(value)):
                     into.attributes |= ATTR_HIDDEN
-                elif _equals(name, length, b"aria-hidden", 11):
-                    if text == b"true":
-                        into.attributes |= ATTR_HIDDEN
-                elif _equals(name, length, b"style", 5):
-                    if _style_hides(value):
-                        into.attributes |= ATTR_HIDDEN
                 elif _equals(name, length, b"role", 4):
-                    if text in _NOT_MAIN_ROLES:
-                        into.attributes |= ATTR_ROLE_NOT_MAIN
-                    elif text == b"main":
-                        into.attributes |= ATTR_ROLE_MAIN
-                elif _equals(name, length, b"rel", 3):
-                    if text in _NOT_MAIN_RELS:
-                        into.attributes |= ATTR_NOT_MAIN
+                    into.attributes |= (ATTR_ROLE_NOT_MAIN if _value_bytes(value) in _NOT_MAIN_ROLES
+                                        else ATTR_ROLE_MAIN if _value_is(value, b"main", 4) else 0)
                 elif _equals(name, length, b"itemprop", 8):
-                    if text in _NOT_MAIN_ITEMPROPS:
-                        into.attributes |= ATTR_NOT_MAIN
-                    elif text == b"articleBody":
-                        into.attributes |= ATTR_ARTICLE_BODY
-                elif _equals(name, length, b"aria-expanded", 13):
-                    if text == b"false":
-                        into.attributes |= ATTR_NOT_MAIN
-                elif _equals(name, length, b"data-ad", 7) or _equals(name, length, b"data-advertisement", 18) \
+                    into.attributes |= (ATTR_NOT_MAIN if _value_bytes(value) in _NOT_MAIN_ITEMPROPS
+                                        else ATTR_ARTICLE_BODY if _value_is(value, b"articleBody", 11) else 0)
+                elif (_equals(name, length, b"rel", 3) and _value_bytes(value) in _NOT_MAIN_RELS) \
+                        or (_equals(name, length, b"aria-expanded", 13) and _value_is(value, b"false", 5)) \
+                        or _equals(name, length, b"data-ad", 7) or _equals(name, length, b"data-advertisement", 18) \
                         or _equals(name, length, b"data-text-ad", 12):
                     into.attributes |= ATTR_NOT_MAIN
             attribute = attribute.next
