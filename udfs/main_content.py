@@ -62,36 +62,29 @@ _RP_ANY = _any(*(pattern.pattern for pattern in (_RP_HIDDEN, _RP_SKIP_LINK, _RP_
                                                   _RP_BLOCK_FURNITURE, _RP_LANDMARK_ID)))
 
 
+def _kind_bits(token: str) -> int:
+    """The element pass's word for a name (``name_kind``; the trie test first skips most names)."""
+    kind = name_kind(token) if _MAYBE_NAMED.search(token.lower()) else ""
+    return _page_walk.NAME_FURNITURE if kind == "furniture" else _page_walk.NAME_CONTENT if kind == "content" else 0
+
+
 def _token_bits(token: str, is_id: bool) -> int:
     """What one class token or id says (the patterns test whole tokens: a class value's tokens one
     by one give what the whole value gives)."""
-    walk = _page_walk
-    bits = 0
+    bits = _kind_bits(token)
     if not _RP_ANY.search(token):  # most names ("row", "col-md-6"): one search instead of seven
-        kind = name_kind(token) if _MAYBE_NAMED.search(token.lower()) else ""
-        return walk.NAME_FURNITURE if kind == "furniture" else walk.NAME_CONTENT if kind == "content" else 0
-    if not is_id:
-        if _RP_HIDDEN.search(token):
-            bits |= walk.NAME_HIDDEN
-        if _RP_DEEP_FURNITURE.search(token):
-            bits |= walk.NAME_DEEP_FURNITURE
+        return bits
+    tests = [(_RP_SKIP_LINK, _page_walk.NAME_SKIP_LINK), (_RP_ADS, _page_walk.NAME_ADS),
+             (_RP_ARTICLE, _page_walk.NAME_ARTICLE), (_RP_BLOCK_FURNITURE, _page_walk.NAME_BLOCK_FURNITURE)]
+    if is_id:
+        tests.append((_RP_LANDMARK_ID, _page_walk.NAME_BLOCK_FURNITURE))
+    else:
+        tests += [(_RP_HIDDEN, _page_walk.NAME_HIDDEN), (_RP_DEEP_FURNITURE, _page_walk.NAME_DEEP_FURNITURE)]
         if token in _ZONE_CLASSES:
-            bits |= walk.NAME_ZONE
-    elif _RP_LANDMARK_ID.search(token):
-        bits |= walk.NAME_BLOCK_FURNITURE
-    if _RP_SKIP_LINK.search(token):
-        bits |= walk.NAME_SKIP_LINK
-    if _RP_ADS.search(token):
-        bits |= walk.NAME_ADS
-    if _RP_ARTICLE.search(token):
-        bits |= walk.NAME_ARTICLE
-    if _RP_BLOCK_FURNITURE.search(token):
-        bits |= walk.NAME_BLOCK_FURNITURE
-    kind = name_kind(token)
-    if kind == "furniture":
-        bits |= walk.NAME_FURNITURE
-    elif kind == "content":
-        bits |= walk.NAME_CONTENT
+            bits |= _page_walk.NAME_ZONE
+    for pattern, bit in tests:
+        if pattern.search(token):
+            bits |= bit
     return bits
 
 
