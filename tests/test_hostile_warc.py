@@ -225,3 +225,28 @@ def test_extract_gives_each_file_its_own_task_planned_in_the_jvm(spark):
     files = ExtractStage(spark, config.load()).load(paths)
     assert "ExistingRDD" not in files._jdf.queryExecution().executedPlan().toString()
     assert files.rdd.glom().map(lambda rows: [row.path for row in rows]).collect() == [[p] for p in paths]
+
+
+def test_a_page_nested_too_deep_is_rejected_before_it_is_parsed(tmp_path):
+    """lexbor's parse grows faster than the nesting (40,000 divs: ~3 s; a million, the most a 5 MB
+    payload holds, hours): such a page is a counted ``too_deep`` rejection, and the file goes on."""
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from udfs._page_walk import MAX_NESTING_DEPTH
+
+    page = b"<html><body><p>" + b"A paragraph of ordinary prose for the page. " * 20 + b"</p></body></html>"
+    path = tmp_path / "deep.warc.gz"
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        for url, payload in (("http://deep.example/", b"<div>" * 990_000), ("http://fine.example/", page)):
+            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(url, "response", payload=BytesIO(payload),
+                                                          http_headers=http))
+    rows = {row["url"]: row for row in read(path)}
+    deep, fine = rows["http://deep.example/"], rows["http://fine.example/"]
+    assert (deep["_outcome"], deep["reject_rule"]) == ("rejected", "too_deep")
+    assert int(deep["reject_value"]) == MAX_NESTING_DEPTH + 1
+    assert fine["_outcome"] == "kept" and "ordinary prose" in fine["text"]

@@ -121,7 +121,7 @@ def test_the_walk_reads_lexbors_text_as_selectolax_does_on_both_development_sets
 
 
 def test_hostile_pages_cost_bounded_memory_and_give_clear_results():
-    depth = 20_000  # the walk has no recursion; lexbor's own parse grows faster than the depth (40,000: ~3 s)
+    depth = _page_walk.MAX_NESTING_DEPTH  # the deepest allowed: the walk has no recursion
     nested = "<div>" * depth + "deep text" + "</div>" * depth
     assert texts(nested) == ["deep text"]
     assert texts("") == [] and texts("<") == ["<"] and texts("\udc80 lone surrogate") == ["? lone surrogate"]
@@ -130,3 +130,23 @@ def test_hostile_pages_cost_bounded_memory_and_give_clear_results():
     assert parse_page(f"<p>{long_line}</p>").units(ALL)[0].chars == len(long_line) - 1
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 600, grown_mb  # the page, its UTF-8 copy, lexbor's tree, the text buffer, the unit
+
+
+@pytest.mark.parametrize("html, depth", [
+    ("<div><div></div></div>", 2), ("<div><p>a<p>b<li>c</div>", 1),  # p and li are closed by their siblings
+    ("<div></span></span><div>", 2), ("</div><div>", 1),  # a stray end tag closes nothing
+    ("<DIV><Div></dIV><div>", 2), ("<div><!-- <div><div> --></div>", 1),
+    ("<script>if (a<b) '<div><div>'</SCRIPT><div>", 1), ("<br><img><hr><input>", 0), ("<div", 1), ("< div>", 0),
+    ("<a href='x'><b><i>x</i></b></a>", 3), ("", 0),
+])
+def test_nesting_depth_counts_the_elements_a_parser_keeps_open(html, depth):
+    assert _page_walk.nesting_depth(html) == depth
+
+
+def test_real_pages_nest_far_below_the_limit_and_a_deep_page_is_turned_down_unparsed():
+    pages = (shared("html/trafilatura-eval") and load_trafilatura_eval()) + (
+        shared("html/readability-tests") and load_readability())
+    assert max(_page_walk.nesting_depth(page["html"]) for page in pages) < _page_walk.MAX_NESTING_DEPTH // 10
+    with pytest.raises(_page_walk.TooDeep) as raised:
+        parse_page("<div>" * 1_000_000)
+    assert raised.value.depth == _page_walk.MAX_NESTING_DEPTH + 1

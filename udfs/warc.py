@@ -44,6 +44,7 @@ from warcio.limitreader import LimitReader
 from warcio.utils import BUFF_SIZE
 
 from udfs.config import ConfigError
+from udfs._page_walk import TooDeep
 from udfs.html import charset_from_content_type, decode_html, extract_main_text
 from udfs.text import normalize_text
 from udfs.url_filter import UrlFilter, UrlFilterConfig
@@ -571,6 +572,8 @@ class WarcDocumentReader:
         row["charset"] = codec
         try:
             text = normalize_text(extract_main_text(html, self.cfg.extractor, self.cfg.boilerplate_filter))
+        except TooDeep as exc:  # turned down before parsing: a hostile page's parse costs seconds to hours
+            return reject("too_deep", exc.depth)
         except Exception as exc:  # a parser bug on one page must not stop the file
             row.update(_outcome="error", error="extract_failed", reject_value=type(exc).__name__)
             return
