@@ -523,10 +523,6 @@ cdef class PageUnits:
             free(out)
         return result
 
-    def chars(self, int mask):
-        """The characters of ``units(mask)``."""
-        return sum(unit.chars for unit in self.units(mask))
-
     cdef Py_ssize_t _join(self, Py_ssize_t i, int mask, unsigned char *out, list result) except -1:
         """Join the pieces of the unit that starts at piece ``i``: spaces collapsed (but in ``pre``),
         line breaks kept, the ends stripped; returns the next unit's first piece."""

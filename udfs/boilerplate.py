@@ -130,10 +130,6 @@ def name_kind(name: str) -> str:
     """``"furniture"``, ``"content"`` or ``""`` for one class token or id."""
     if not _SELECTABLE.match(name) or _NUMBERED.search(name):
         return ""
-    return _selectable_name_kind(name)
-
-
-def _selectable_name_kind(name: str) -> str:
     # A BEM modifier ("block__element--modifier") says how a thing looks, not what it is.
     name = name.split("--")[0]
     words = _words(name)
