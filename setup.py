@@ -6,7 +6,7 @@ setup(
     version="0.1.0",
     description="WARC → filtered, PII-scrubbed, deduplicated, scored, packed MindRecord training data on Spark",
     python_requires=">=3.9,<3.12",  # README, scripts/bootstrap.sh and tests/test_architecture.py agree
-    # Folders that hold only data (udfs/vocab, scoring_service/models/default, …) are packages too, so
+    # Folders that hold only data (udfs/pack/vocab, scoring_service/models/default, …) are packages too, so
     # every file a module opens beside itself ships with it; compiled leftovers do not.
     packages=find_namespace_packages(include=["jobs", "jobs.*", "udfs", "udfs.*", "scoring_service",
                                               "scoring_service.*", "loader", "loader.*", "tools", "tools.*"],
@@ -24,7 +24,7 @@ setup(
         "warcio>=1.7,<2",
         "FastWARC>=2.0.1,<3",
         "resiliparse>=2.0,<3",
-        # lexbor, the HTML parser udfs/_page_walk.pyx walks, is taken from selectolax's module: 1.0.x
+        # lexbor, the HTML parser udfs/extract/_page_walk.pyx walks, is taken from selectolax's module: 1.0.x
         # bundles the lexbor whose struct layouts it declares (a test checks what it reads)
         "selectolax>=1.0.2,<1.1",
         "trafilatura>=1.12,<3",
@@ -50,15 +50,15 @@ setup(
         # moto's standalone server is the loopback S3 of tests/test_mindrecord_uri.py
         "dev": ["pytest>=7", "vermin>=1.6,<2", "moto[server]>=5.0,<6"],
     },
-    # The quality signals in compiled code (udfs/quality.py calls it); pyproject.toml has pip fetch
+    # The quality signals in compiled code (udfs/filter/quality.py calls it); pyproject.toml has pip fetch
     # Cython to build it, so a wheel or an installed venv needs no compiler at run time.
-    ext_modules=[Extension("udfs._quality_signals", ["udfs/_quality_signals.pyx"]),
-                 Extension("udfs._ngram_lm", ["udfs/_ngram_lm.pyx"]),  # the n-gram tokenizer and lookups
-                 Extension("udfs._badwords", ["udfs/_badwords.pyx"]),  # the C4 bad-words scan
-                 Extension("udfs._langid_text", ["udfs/_langid_text.pyx"]),  # the line fastText reads
-                 Extension("udfs._fasttext_hs", ["udfs/_fasttext_hs.pyx"]),  # fastText's prediction, words cached
-                 Extension("udfs._blocks", ["udfs/_blocks.pyx"]),  # the block pass's features and scores
-                 Extension("udfs._text_spaces", ["udfs/_text_spaces.pyx"]),  # normalize_text's space folding
-                 Extension("udfs._page_walk", ["udfs/_page_walk.pyx"])],  # a page's units from lexbor's DOM
+    ext_modules=[Extension("udfs.filter._quality_signals", ["udfs/filter/_quality_signals.pyx"]),
+                 Extension("udfs.filter._ngram_lm", ["udfs/filter/_ngram_lm.pyx"]),  # the n-gram tokenizer and lookups
+                 Extension("udfs.filter._badwords", ["udfs/filter/_badwords.pyx"]),  # the C4 bad-words scan
+                 Extension("udfs.filter._langid_text", ["udfs/filter/_langid_text.pyx"]),  # the line fastText reads
+                 Extension("udfs.filter._fasttext_hs", ["udfs/filter/_fasttext_hs.pyx"]),  # fastText's prediction, words cached
+                 Extension("udfs.extract._blocks", ["udfs/extract/_blocks.pyx"]),  # the block pass's features and scores
+                 Extension("udfs.extract._text_spaces", ["udfs/extract/_text_spaces.pyx"]),  # normalize_text's space folding
+                 Extension("udfs.extract._page_walk", ["udfs/extract/_page_walk.pyx"])],  # a page's units from lexbor's DOM
     entry_points={"console_scripts": ["corpusmill=jobs.cli:main"]},
 )

@@ -198,7 +198,7 @@ def main(argv=None) -> None:
     text_bytes = sum(pq.read_table(p, columns=["text"]).column("text").to_pandas().str.len().sum()
                      for p in sorted(docs.glob("*.parquet")))
 
-    from udfs.decontam import DecontamConfig, NgramIndex
+    from udfs.decontam.ngram_index import DecontamConfig, NgramIndex
     started, cpu = time.perf_counter(), time.process_time()
     index = NgramIndex.build(DecontamConfig(benchmarks=str(benchmarks)))
     build = {"wall_s": round(time.perf_counter() - started, 1), "cpu_s": round(time.process_time() - cpu, 1),

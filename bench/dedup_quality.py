@@ -138,7 +138,7 @@ def score(removed: Set[str], pairs, gt_clusters) -> dict:
 
 def default_dedup_config():
     from jobs import config
-    from udfs.minhash import DedupConfig
+    from udfs.dedup.minhash import DedupConfig
 
     return config.build(DedupConfig, config.read_yaml(config.CONF_DIR / "dedup.yaml")["dedup"], "dedup")
 
@@ -146,7 +146,7 @@ def default_dedup_config():
 def run_corpusmill(parquet: Path, work: Path) -> dict:
     from jobs import config
     from jobs.config import SparkConfig
-    from udfs.config import CONF_DIR
+    from udfs.common.config import CONF_DIR
     from jobs.pipeline import run_pipeline
     from jobs.spark import get_session
 

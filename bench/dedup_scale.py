@@ -78,8 +78,8 @@ def generate(n: int, path: Path, seed: int = 42) -> None:
 def run_one(n: int, work: Path) -> None:
     """Child process: time the signature pass and the whole stage on docs-<n>."""
     from jobs import config
-    from udfs.config import CONF_DIR
-    from jobs.dedup import DedupStage
+    from udfs.common.config import CONF_DIR
+    from jobs.stages.dedup import DedupStage
     from jobs.pipeline import run_pipeline
     from jobs.spark import get_session
 

@@ -111,7 +111,7 @@ def cl100k_tokenizer_json() -> Path:
     ids as corpusmill's tiktoken tokenizer on sample texts."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
-    from udfs.tokenizer import BUNDLED, TokenizerConfig, load_tokenizer
+    from udfs.pack.tokenizer import BUNDLED, TokenizerConfig, load_tokenizer
 
     path = WORK / "cl100k_base.tokenizer.json"
     if path.exists():

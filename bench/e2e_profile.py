@@ -5,7 +5,7 @@
 Reads the first ``--pages`` HTML responses of the first file of the e2e benchmark input (see
 ``bench/e2e_bench.py``) and times every step of the per-record path with ``time.process_time``,
 each over all pages before the next (so caches are warm as in a long Spark task): WARC reading
-(udfs/warc.py's FastWARC pass with its checks, up to the raw payload; the bounded warcio pass it
+(udfs/extract/warc.py's FastWARC pass with its checks, up to the raw payload; the bounded warcio pass it
 falls back to is timed too, for comparison, and left out of the sum), decoding, HTML parsing, the
 boilerplate selector, resiliparse's main-content extraction with the element pass and its undo
 check, the block pass with the whole-page fallback (each less the steps before it, which it repeats),
@@ -50,15 +50,15 @@ def main() -> None:
     args = parser.parse_args()
 
     from jobs.config import load
-    from udfs.filter import DocumentFilter
-    from udfs.html import (charset_from_content_type, decode_html, kept_text, kept_units, main_content_units,
+    from udfs.filter.rules import DocumentFilter
+    from udfs.extract.html import (charset_from_content_type, decode_html, kept_text, kept_units, main_content_units,
                            parse_page)
-    from udfs.quality import compute_signals, compute_signals_reference
-    from udfs.text import normalize_text
-    from udfs.warc import ExtractConfig, WarcDocumentReader, read_payload
+    from udfs.filter.quality import compute_signals, compute_signals_reference
+    from udfs.extract.text import normalize_text
+    from udfs.extract.warc import ExtractConfig, WarcDocumentReader, read_payload
 
     class PayloadReader(WarcDocumentReader):
-        """udfs/warc.py's reader up to the payload: the per-record work of extract before the HTML."""
+        """udfs/extract/warc.py's reader up to the payload: the per-record work of extract before the HTML."""
 
         def _judge(self, record, row):
             row.update(_outcome="kept", charset=record.http_headers.get_header("Content-Type"),
@@ -81,8 +81,8 @@ def main() -> None:
     htmls = [h for h in decoded if h]
     for html in htmls:  # untimed: the walker's set-up and its class/id table are once per worker, warm in a crawl
         parse_page(html)
-    timed("html: lexbor parse + walk (udfs/_page_walk.pyx)", parse_page, htmls, ms, keep=False)
-    page_set_up = ms["html: lexbor parse + walk (udfs/_page_walk.pyx)"]
+    timed("html: lexbor parse + walk (udfs/extract/_page_walk.pyx)", parse_page, htmls, ms, keep=False)
+    page_set_up = ms["html: lexbor parse + walk (udfs/extract/_page_walk.pyx)"]
     timed("html: main content, element pass, undo check", main_content_units, htmls, ms)
     ms["html: main content, element pass, undo check"] -= page_set_up
     kept = timed("html: block pass, whole-page fallback", lambda html: kept_units(html)[0], htmls, ms)
@@ -100,7 +100,7 @@ def main() -> None:
     doc_filter = DocumentFilter(settings)
     ms["(filter: once per task: DocumentFilter; ms)"] = (time.process_time() - started) * 1000
     langs = timed("filter: fastText LID", lambda t: doc_filter.identifier.predict([t])[0][0], texts, ms)
-    timed("filter: quality signals (udfs/quality.py)",
+    timed("filter: quality signals (udfs/filter/quality.py)",
           lambda pair: compute_signals(pair[0], doc_filter.stop_words.get(pair[1])), list(zip(texts, langs)), ms)
     timed("(filter: quality signals, Python reference; not summed)",
           lambda pair: compute_signals_reference(pair[0], doc_filter.stop_words.get(pair[1])),

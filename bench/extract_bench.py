@@ -16,10 +16,10 @@ peak RSS and the CPU seconds of its whole process tree (driver, JVM, Python work
   config (``conf/local.yaml``, ``local[*]``) and ``extract.extractor`` overridden; docs/s is kept
   documents over the stage's own wall time (``_stats.json``: read, extract, write Parquet, count);
   the process and CPU columns include JVM start-up.
-- **bare**: ``udfs.warc.WarcDocumentReader`` over the same files in one Python process, no Spark
+- **bare**: ``udfs.extract.warc.WarcDocumentReader`` over the same files in one Python process, no Spark
   (one core), for reference.
 Extractors: ``resiliparse`` (the default: resiliparse main content + boilerplate filter +
-normalisation), ``resiliparse-nofilter`` (the same without ``udfs/boilerplate.py``) and
+normalisation), ``resiliparse-nofilter`` (the same without ``udfs/extract/boilerplate.py``) and
 ``trafilatura`` (``include_comments=False``).
 """
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _html_responses(stats: dict) -> int:
 
 
 def bare_child(extractor: str, inputs) -> dict:
-    from udfs.warc import ExtractConfig, WarcDocumentReader
+    from udfs.extract.warc import ExtractConfig, WarcDocumentReader
 
     reader = WarcDocumentReader(ExtractConfig(**EXTRACTORS[extractor]))
     outcomes = Counter()

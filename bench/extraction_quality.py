@@ -10,7 +10,7 @@ on both (tune on one, read the other).
 
 Speed is pages per CPU-second of this process. For the default, the whole-page fallback rate is
 the share of pages whose near-empty main content was replaced by the block pass's verdict on the
-whole page (``udfs.html.main_or_whole_page``). ``--misses NAME`` prints the snippets that
+whole page (``udfs.extract.html.main_or_whole_page``). ``--misses NAME`` prints the snippets that
 extractor got wrong (trafilatura-eval); ``--regressions NAME`` lists the pages where NAME's F1 is at
 least 0.2 below resiliparse's main-content mode alone.
 """
@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tools.extraction_devsets import LOADERS, SETS, f1, page_scores, score  # noqa: E402
-from udfs.html import extract_main_text, kept_units  # noqa: E402
-from udfs.text import normalize_text  # noqa: E402
+from udfs.extract.html import extract_main_text, kept_units  # noqa: E402
+from udfs.extract.text import normalize_text  # noqa: E402
 
 
 def _plain_resiliparse(html: str) -> str:

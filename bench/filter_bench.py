@@ -7,7 +7,7 @@ Crawl samples) plus the trafilatura evaluation pages, extracted with the extract
 (resiliparse, boilerplate post-filter, normalisation), cached as ``bench/work/filter_corpus.parquet``.
 
 Measured (single-process figures also as docs per CPU-second, which a busy machine does not skew):
-- corpusmill, one process: ``udfs.filter.DocumentFilter`` (LID + signals + rules) over 256-document
+- corpusmill, one process: ``udfs.filter.rules.DocumentFilter`` (LID + signals + rules) over 256-document
   batches, default config; docs/s on one core.
 - corpusmill, the Spark stage: ``run_pipeline(stages=["filter"])`` on ``local[2]``, wall time
   including Spark's job start, writing kept/rejected/errors, the stats pass and the samples.
@@ -84,7 +84,7 @@ def run_datatrove() -> None:
 
 
 def seed_datatrove_lid(hf_home: Path) -> None:
-    from udfs.langid import default_model_path
+    from udfs.filter.langid import default_model_path
 
     folder = hf_home / "assets" / "datatrove" / "lid" / "ft176"
     folder.mkdir(parents=True, exist_ok=True)
@@ -100,9 +100,9 @@ def build_corpus() -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from udfs.html import decode_html, extract_main_text
-    from udfs.text import normalize_text
-    from udfs.warc import ExtractConfig, WarcDocumentReader
+    from udfs.extract.html import decode_html, extract_main_text
+    from udfs.extract.text import normalize_text
+    from udfs.extract.warc import ExtractConfig, WarcDocumentReader
 
     reader = WarcDocumentReader(ExtractConfig())
     rows = []
@@ -121,7 +121,7 @@ def build_corpus() -> None:
 
 
 def run_corpusmill_udf(texts):
-    from udfs.filter import DocumentFilter, FilterConfig
+    from udfs.filter.rules import DocumentFilter, FilterConfig
 
     doc_filter = DocumentFilter(FilterConfig())
     doc_filter.apply(texts[:1])  # load the LID model outside the timing

@@ -1,4 +1,4 @@
-"""Language ID's CPU per document: fastText itself against ``udfs/_fasttext_hs.pyx`` on the same lines.
+"""Language ID's CPU per document: fastText itself against ``udfs/filter/_fasttext_hs.pyx`` on the same lines.
 
     python bench/langid_bench.py --input out/demo/extract/kept [--docs 4000]
 
@@ -18,8 +18,8 @@ from pathlib import Path
 import pyarrow.dataset as ds
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from udfs._fasttext_hs import HsClassifier  # noqa: E402
-from udfs.langid import FastTextPredictor, LanguageIdentifier, default_model_path  # noqa: E402
+from udfs.filter._fasttext_hs import HsClassifier  # noqa: E402
+from udfs.filter.langid import FastTextPredictor, LanguageIdentifier, default_model_path  # noqa: E402
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from udfs.langid import LanguageIdentifier, load_classifier  # noqa: E402
+from udfs.filter.langid import LanguageIdentifier, load_classifier  # noqa: E402
 
 UDHR = ROOT.parent / "shared" / "data" / "corpora" / "multilingual" / "udhr2.zip"
 # ISO 639-3 codes whose lid.176 label is not what CLDR's alias table gives: lid.176 uses Wikipedia

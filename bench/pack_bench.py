@@ -10,7 +10,7 @@ Corpora (real length distributions, from ../shared/data):
   forum threads + reviews (tests/corpus_docs.py, books whole here).
 
 Packing strategies compared (same cl100k tokens, one EOS per document):
-- **corpusmill**: ``udfs.packing`` (boundary-aware cuts, best-fit placement), the pack stage's code;
+- **corpusmill**: ``udfs.pack.packing`` (boundary-aware cuts, best-fit placement), the pack stage's code;
 - **pad-truncate**: one document per sequence, cut at seq_len, padded (the seed's naive approach);
 - **pad-chunk**: one document per sequence run, long ones chunked at seq_len, every chunk padded;
 - **concat-chunk**: all documents concatenated and cut every seq_len tokens (seed 003's
@@ -40,8 +40,8 @@ SENTENCE_END = re.compile(r"(?:[.!?…。！？][\"'”’」』）)\]]*|\n)\s*$
 
 
 def web_pages() -> list:
-    from udfs.html import decode_html, extract_main_text
-    from udfs.text import normalize_text
+    from udfs.extract.html import decode_html, extract_main_text
+    from udfs.extract.text import normalize_text
 
     texts = []
     for path in sorted(EVAL.glob("*.html")):
@@ -63,7 +63,7 @@ def mixture(web: list) -> list:
 
 
 def pack_corpusmill(texts, ids, tokenizer, seq_len):
-    from udfs.packing import BestFitPacker, Document, PackConfig
+    from udfs.pack.packing import BestFitPacker, Document, PackConfig
 
     cfg = PackConfig(seq_len=seq_len)
     packer = BestFitPacker(seq_len, tokenizer.eos_id, cfg.buffer_sequences, cfg.max_open_sequences, cfg.min_piece_tokens)
@@ -126,7 +126,7 @@ def mindrecord_figures(name, rows, seq_len, workdir):
     from mindspore.mindrecord import FileWriter
 
     from loader.dataset import sequence_dataset
-    from udfs.packing import loss_mask_from_segments
+    from udfs.pack.packing import loss_mask_from_segments
 
     path = workdir / f"{name}.mindrecord"
     records = [{"id": str(i), "input_ids": a, "segment_ids": s, "loss_mask": loss_mask_from_segments(s)}
@@ -163,7 +163,7 @@ def main(argv=None) -> int:
     parser.add_argument("--skip-mindrecord", action="store_true")
     args = parser.parse_args(argv)
 
-    from udfs.tokenizer import TokenizerConfig, cached_tokenizer
+    from udfs.pack.tokenizer import TokenizerConfig, cached_tokenizer
 
     tokenizer = cached_tokenizer(TokenizerConfig())
     web = web_pages()

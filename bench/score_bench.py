@@ -92,8 +92,8 @@ def service(url, texts, batch, clients):
 
 def spark_stage(url, texts, n_docs, batch):
     from jobs.config import PipelineConfig
-    from udfs.config import build
-    from jobs.score import ScoreStage
+    from udfs.common.config import build
+    from jobs.stages.score import ScoreStage
     from jobs.spark import get_session
     from jobs.stage import run_stage
     from jobs.config import SparkConfig

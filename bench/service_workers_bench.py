@@ -133,11 +133,11 @@ def service(url: str, pid: int, bodies, connections: int):
 
 def spark_stages(texts, workdir: str) -> None:
     from jobs.config import PipelineConfig, SparkConfig
-    from jobs.filter import FilterStage
-    from jobs.score import ScoreStage
+    from jobs.stages.filter import FilterStage
+    from jobs.stages.score import ScoreStage
     from jobs.spark import get_session
     from jobs.stage import run_stage
-    from udfs.config import build
+    from udfs.common.config import build
 
     spark = get_session(SparkConfig(master="local[2]", app_name="score-vs-filter", conf={
         "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}))

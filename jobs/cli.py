@@ -4,7 +4,7 @@
     corpusmill run --stages filter,pii --input some/parquet --run rerun
     corpusmill report --output out --run demo        # (re)write out/demo/report.html
     corpusmill mixing-law fit runs.csv               # propose a domain mixture from small runs
-    spark-submit jobs/extract.py --input ... (same options, one stage)
+    spark-submit jobs/stages/extract.py --input ... (same options, one stage)
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ if __name__ == "__main__" and not __package__:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from jobs import registry  # noqa: E402
-from udfs.config import ConfigError  # noqa: E402
+from udfs.common.config import ConfigError  # noqa: E402
 from jobs.console import progress_safe_print  # noqa: E402
 
 
@@ -56,7 +56,7 @@ def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
     from jobs.pipeline import plan_stages, run_pipeline
     from jobs.report import write_report
     from jobs.spark import get_session
-    from udfs.pii import build_scrubber_in_background
+    from udfs.pii.scrub import build_scrubber_in_background
 
     cfg = config.load(args.config)
     planned = plan_stages(stages)

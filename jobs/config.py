@@ -1,6 +1,6 @@
 """The pipeline's config: the root schema built from every stage's section, loaded from YAML.
 
-Each stage's config class lives beside its per-record logic in ``udfs/`` (``udfs/config.py`` holds
+Each stage's config class lives beside its per-record logic in ``udfs/`` (``udfs/common/config.py`` holds
 the plumbing); this module adds the sections that belong to the driver (Spark, I/O) and loads a
 file. The YAML in ``conf/`` names every setting with its default: scalar defaults are the classes'
 and restated there, tables (filter rules, mix domains) are read from there; ``tests/test_config.py``
@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from udfs.config import CONF_DIR, ConfigError, build, deep_merge, read_yaml
-from udfs.decontam import DecontamConfig
-from udfs.filter import FilterConfig
-from udfs.minhash import DedupConfig
-from udfs.mindrecord import MindRecordConfig
-from udfs.mixture import MixConfig
-from udfs.packing import PackConfig
-from udfs.pii import PiiConfig
-from udfs.score import ScoreConfig
-from udfs.warc import ExtractConfig
+from udfs.common.config import CONF_DIR, ConfigError, build, deep_merge, read_yaml
+from udfs.decontam.ngram_index import DecontamConfig
+from udfs.filter.rules import FilterConfig
+from udfs.dedup.minhash import DedupConfig
+from udfs.mindrecord.records import MindRecordConfig
+from udfs.mix.mixture import MixConfig
+from udfs.pack.packing import PackConfig
+from udfs.pii.scrub import PiiConfig
+from udfs.score.scoring import ScoreConfig
+from udfs.extract.warc import ExtractConfig
 
 DEFAULT_CONFIG = CONF_DIR / "local.yaml"
 

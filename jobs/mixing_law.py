@@ -1,4 +1,4 @@
-"""Fit a data mixing law to small experiments and propose the mixture for the big run (``udfs.mixing_law``).
+"""Fit a data mixing law to small experiments and propose the mixture for the big run (``udfs.mix.mixing_law``).
 
     python -m jobs.mixing_law fit experiments.csv
     python -m jobs.mixing_law fit experiments.csv --max web=0.6 --min code=0.05 \\
@@ -23,7 +23,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import pandas as pd
 
-from udfs.mixing_law import fit_law, optimal_mixture, predict_total
+from udfs.mix.mixing_law import fit_law, optimal_mixture, predict_total
 
 
 def parse_pairs(items: Optional[List[str]], option: str) -> Dict[str, float]:

@@ -21,7 +21,7 @@ from jobs.console import summary_line
 from jobs.fs import HadoopFS
 from jobs.stage import (MARKER, STATS, Stage, finished_marker, is_complete, run_chunked_stage, run_stage,
                         run_stage_after_chunks)
-from udfs.config import ConfigError
+from udfs.common.config import ConfigError
 
 
 def _chain(*parts) -> str:

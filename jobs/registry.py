@@ -7,20 +7,20 @@ from __future__ import annotations
 
 import importlib
 
-from udfs.config import ConfigError
+from udfs.common.config import ConfigError
 
 # Every stage, in the order the pipeline runs them: cheap before expensive, dedup after filtering,
 # decontamination after dedup (fewest documents left) and before the stages that spend work on them.
 STAGE_CLASSES = {
-    "extract": "jobs.extract:ExtractStage",
-    "filter": "jobs.filter:FilterStage",
-    "pii": "jobs.pii:PiiStage",
-    "dedup": "jobs.dedup:DedupStage",
-    "decontam": "jobs.decontam:DecontamStage",
-    "score": "jobs.score:ScoreStage",
-    "mix": "jobs.mix:MixStage",
-    "pack": "jobs.pack:PackStage",
-    "mindrecord": "jobs.mindrecord:MindRecordStage",
+    "extract": "jobs.stages.extract:ExtractStage",
+    "filter": "jobs.stages.filter:FilterStage",
+    "pii": "jobs.stages.pii:PiiStage",
+    "dedup": "jobs.stages.dedup:DedupStage",
+    "decontam": "jobs.stages.decontam:DecontamStage",
+    "score": "jobs.stages.score:ScoreStage",
+    "mix": "jobs.stages.mix:MixStage",
+    "pack": "jobs.stages.pack:PackStage",
+    "mindrecord": "jobs.stages.mindrecord:MindRecordStage",
 }
 STAGE_ORDER = list(STAGE_CLASSES)
 

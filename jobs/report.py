@@ -6,7 +6,7 @@ reads whatever keys and columns exist, so a run with fewer stages, or a stage th
 figures, still gets a report with the sections that apply.
 
 The report is the file people share, so every excerpt and URL it shows passes through the pii
-stage's scrubber (``jobs.scrub.scrubbed_rows``, with the run's ``pii`` settings) first: the rejected samples
+stage's scrubber (``jobs.transforms.scrub.scrubbed_rows``, with the run's ``pii`` settings) first: the rejected samples
 of extract and filter come from before the pii stage and are raw on disk. A stage that writes its own
 scrubbed spot-check files (filter's ``samples/``) is shown from them.
 
@@ -25,10 +25,10 @@ from pyspark.sql import functions as F
 from jobs import registry
 from jobs.console import output_note, stage_units
 from jobs.fs import HadoopFS
-from jobs.scrub import scrubbed_rows, spot_check_picks
+from jobs.transforms.scrub import scrubbed_rows, spot_check_picks
 from jobs.report_svg import KEPT_COLOUR, REJECTED_COLOUR, bar_chart, funnel_chart, histogram, paired_bar_chart
 from jobs.stage import STATS
-from udfs.pii import PiiConfig
+from udfs.pii.scrub import PiiConfig
 
 REPORT = "report.html"
 DROP_KINDS = ("rejected", "errors", "skipped")

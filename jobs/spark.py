@@ -20,7 +20,7 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from jobs.config import SparkConfig
-from udfs.config import ConfigError
+from udfs.common.config import ConfigError
 
 # Always on: Arrow batches between the JVM and the Python workers, UTC timestamps.
 BASE_CONF = {

@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from jobs.fs import HadoopFS
-from udfs.config import ConfigError
+from udfs.common.config import ConfigError
 
 OUTCOMES = {"kept": "kept", "rejected": "rejected", "error": "errors", "skipped": "skipped"}  # outcome -> folder
 # Bookkeeping columns that are null on kept rows; dropped when a later stage reads kept/.

@@ -33,9 +33,9 @@ from typing import List, Optional, Sequence, Tuple, Union
 import mindspore.dataset as ds
 import numpy as np
 
-from udfs.mindrecord import MANIFEST, download_shards, file_system, is_remote, read_stage_file
-from udfs.packing import Document, PackConfig, loss_mask_from_segments, position_ids_from_segments, split_document
-from udfs.tokenizer import TokenizerConfig, cached_tokenizer
+from udfs.mindrecord.records import MANIFEST, download_shards, file_system, is_remote, read_stage_file
+from udfs.pack.packing import Document, PackConfig, loss_mask_from_segments, position_ids_from_segments, split_document
+from udfs.pack.tokenizer import TokenizerConfig, cached_tokenizer
 
 SEQUENCE_COLUMNS = ["input_ids", "segment_ids", "loss_mask"]
 COLUMNS = ["input_ids", "segment_ids", "loss_mask", "position_ids"]

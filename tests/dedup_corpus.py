@@ -3,7 +3,7 @@ benchmarks (``bench/dedup_*.py`` put ``tests/`` on their path to import it).
 
 Passages come from ``../shared/data/corpora``: Project Gutenberg books and ABC news transcripts
 (English, word passages), Wikipedia article paragraphs, People's Daily paragraphs (Chinese). The
-ground truth is computed independently of ``udfs/minhash.py``: plain Python sets of word 5-grams of
+ground truth is computed independently of ``udfs/dedup/minhash.py``: plain Python sets of word 5-grams of
 ``text.lower().split()`` (characters 3-grams without whitespace for Chinese) and every pair with a
 shingle in common (pairs sharing none have Jaccard 0), so it is exhaustive.
 """

@@ -18,7 +18,7 @@ from conftest import ROOT
 
 PACKAGES = ("jobs", "udfs", "scoring_service", "loader", "tools")
 # Package -> the project packages it may import. The scoring service stands alone (its client is
-# what udfs/score.py calls); udfs and loader build on it at most; jobs builds on all of them; tools
+# what udfs/score/scoring.py calls); udfs and loader build on it at most; jobs builds on all of them; tools
 # (offline model building) may use the runtime code, but nothing shipped imports tools.
 ALLOWED = {
     "scoring_service": {"scoring_service"},
@@ -27,7 +27,7 @@ ALLOWED = {
     "jobs": {"jobs", "udfs", "scoring_service", "loader"},
     "tools": {"tools", "udfs", "scoring_service"},
 }
-LEAVES = ("udfs.config",)  # import nothing of the project
+LEAVES = ("udfs.common.config",)  # import nothing of the project
 
 
 def module_names() -> Dict[str, Path]:
@@ -64,7 +64,7 @@ GRAPH = {name: project_imports(path) - {name} for name, path in MODULES.items()}
 
 
 def test_every_package_is_read():
-    assert {"jobs.stage", "udfs.config", "scoring_service.server", "loader.dataset", "tools"} <= set(MODULES)
+    assert {"jobs.stage", "udfs.common.config", "scoring_service.server", "loader.dataset", "tools"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("package", PACKAGES)

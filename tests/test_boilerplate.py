@@ -12,13 +12,13 @@ import pytest
 
 from conftest import shared
 from tools.extraction_devsets import load_readability, load_trafilatura_eval, score
-from udfs import boilerplate
-from udfs._blocks import HAS_DIGIT, HAS_PHRASE, HAS_TWO_SEPARATORS, line_marks
-from udfs.boilerplate import (ANCHOR_CHARS, FEATURES, BlockModel, Unit, drop_boilerplate_lines, is_boilerplate_line,
+from udfs.extract import boilerplate
+from udfs.extract._blocks import HAS_DIGIT, HAS_PHRASE, HAS_TWO_SEPARATORS, line_marks
+from udfs.extract.boilerplate import (ANCHOR_CHARS, FEATURES, BlockModel, Unit, drop_boilerplate_lines, is_boilerplate_line,
                                is_furniture_name, name_kind, unit_features, unit_lines)
-from udfs.html import (BLOCK_MODEL_PATH, UNDO_CHECK_CHARS, block_model, extract_main_text, kept_text, kept_units,
+from udfs.extract.html import (BLOCK_MODEL_PATH, UNDO_CHECK_CHARS, block_model, extract_main_text, kept_text, kept_units,
                        main_content_units, main_or_whole_page, parse_page, whole_page_units)
-from udfs.text import normalize_text
+from udfs.extract.text import normalize_text
 
 
 @pytest.mark.parametrize("line", [
@@ -343,7 +343,7 @@ def test_a_short_post_is_not_traded_for_the_whole_page():
     assert not whole_page and normalize_text(extract_main_text(html)) == "Closed for the holidays until 5 January."
 
 
-# The block and line passes as they were before udfs/_blocks.pyx, the reference for the compiled features
+# The block and line passes as they were before udfs/extract/_blocks.pyx, the reference for the compiled features
 # and scores, the line pass's cheap pre-checks and its reuse of the block pass's verdicts.
 
 def _is_furniture_line_reference(line):

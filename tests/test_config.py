@@ -5,7 +5,7 @@ import pytest
 
 from jobs import config
 from jobs.cli import main
-from udfs.config import ConfigError
+from udfs.common.config import ConfigError
 
 
 def write(tmp_path, name, text):

@@ -13,8 +13,8 @@ import pytest
 
 from jobs import config, registry
 from jobs.pipeline import run_pipeline, stage_fingerprint
-from udfs.config import ConfigError
-from udfs.decontam import DecontamConfig, NgramIndex, Tokens, match, normalize
+from udfs.common.config import ConfigError
+from udfs.decontam.ngram_index import DecontamConfig, NgramIndex, Tokens, match, normalize
 
 PASSAGE = ("The Amazon rainforest covers much of the Amazon basin of South America. This basin encompasses "
            "seven million square kilometres, of which five and a half million square kilometres are covered "

@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from conftest import shared
-from udfs.filter import DocumentFilter, FilterConfig
-from udfs.warc import ExtractConfig, WarcDocumentReader
+from udfs.filter.rules import DocumentFilter, FilterConfig
+from udfs.extract.warc import ExtractConfig, WarcDocumentReader
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,10 @@ import pytest
 import regex
 
 from jobs import config
-from udfs.config import ConfigError, build
-from udfs.filter import DocumentFilter, FilterConfig, LanguageConfig
-from udfs.langid import UNDETERMINED, LanguageIdentifier, default_model_path
-from udfs.quality import compute_signals, count_sentences
+from udfs.common.config import ConfigError, build
+from udfs.filter.rules import DocumentFilter, FilterConfig, LanguageConfig
+from udfs.filter.langid import UNDETERMINED, LanguageIdentifier, default_model_path
+from udfs.filter.quality import compute_signals, count_sentences
 
 
 def test_words_sentences_and_ratios_of_a_simple_line():

@@ -12,7 +12,7 @@ import pytest
 from conftest import shared
 from jobs import config
 from jobs.pipeline import run_pipeline
-from udfs.quality import SIGNALS
+from udfs.filter.quality import SIGNALS
 
 
 def small_corpus():
@@ -115,7 +115,7 @@ def test_report_shows_the_first_documents_of_the_sample_files(spark, filtered, t
 
     from jobs.fs import HadoopFS
     from jobs.report import EXCERPT_CHARS, SAMPLES_PER_REASON, RunFacts
-    from udfs.pii import PiiConfig
+    from udfs.pii.scrub import PiiConfig
 
     _, stage_dir, stats = filtered
     raw = {r["id"]: r["text"] for r in read(spark, stage_dir / "rejected").to_dict("records")}
@@ -140,7 +140,7 @@ def test_report_length_histogram_reads_n_chars_and_equals_the_texts_lengths(spar
 
     from jobs.fs import HadoopFS
     from jobs.report import RunFacts, length_histogram
-    from udfs.pii import PiiConfig
+    from udfs.pii.scrub import PiiConfig
 
     _, stage_dir, _ = filtered
     kept = spark.read.parquet(str(stage_dir / "kept"))

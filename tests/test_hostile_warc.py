@@ -16,7 +16,7 @@ from conftest import ROOT, shared
 from hostile_warc import GiB, HOSTILE, MiB, write_all_hostile, write_hostile
 from jobs import config
 from jobs.pipeline import run_pipeline
-from udfs.warc import ExtractConfig, WarcDocumentReader
+from udfs.extract.warc import ExtractConfig, WarcDocumentReader
 
 # The child reading a hostile file may map at most this much; the old reader needed 3.4 GB for a
 # 200 MB bomb and 23.6 GB for a 2 GB one.
@@ -25,7 +25,7 @@ ADDRESS_SPACE_CAP = GiB
 # the size of the forked pytest process over the exec.
 READ_IN_CHILD = """
 import json, sys
-from udfs.warc import ExtractConfig, WarcDocumentReader
+from udfs.extract.warc import ExtractConfig, WarcDocumentReader
 path = sys.argv[1]
 rows = [{key: row[key] for key in ("_outcome", "error", "reject_rule", "record_offset", "reject_value", "_count")}
         for row in WarcDocumentReader(ExtractConfig()).read(path, lambda: open(path, "rb"))]
@@ -219,7 +219,7 @@ def test_extract_stage_on_spark_keeps_the_good_file_and_reports_each_bad_one(spa
 def test_extract_gives_each_file_its_own_task_planned_in_the_jvm(spark):
     """A bad file costs only its own task: one partition per input file, in order. The paths reach
     the JVM as data, not as a Python RDD (whose job would start Python workers just to pass them)."""
-    from jobs.extract import ExtractStage
+    from jobs.stages.extract import ExtractStage
 
     paths = [f"/in/part-{i}.warc.gz" for i in range(5)] + ["/in/naïve 'quoted' name.warc.gz"]
     files = ExtractStage(spark, config.load()).load(paths)
@@ -235,7 +235,7 @@ def test_a_page_nested_too_deep_is_rejected_before_it_is_parsed(tmp_path):
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
-    from udfs._page_walk import MAX_NESTING_DEPTH
+    from udfs.extract._page_walk import MAX_NESTING_DEPTH
 
     page = b"<html><body><p>" + b"A paragraph of ordinary prose for the page. " * 20 + b"</p></body></html>"
     path = tmp_path / "deep.warc.gz"

@@ -11,9 +11,9 @@ from pyspark.sql import functions as F
 from conftest import shared
 from dedup_corpus import edit_chars, edit_words, peoples_daily_paragraphs, similar_pairs, wiki_paragraphs, with_boilerplate
 from jobs import config
-from jobs.dedup import EARLIER_RULE, INDEX, DedupStage
+from jobs.stages.dedup import EARLIER_RULE, INDEX, DedupStage
 from jobs.pipeline import run_pipeline
-from udfs.config import ConfigError
+from udfs.common.config import ConfigError
 
 PLANTED_ACROSS = {  # B's documents that duplicate one A keeps: id -> the A document
     "b-xa-en002-copy": "a-en002", "b-xa-en004-copy": "a-en004", "b-xa-zh001-copy": "a-zh001",

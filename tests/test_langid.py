@@ -1,4 +1,4 @@
-"""fastText's prediction in compiled code (``udfs/_fasttext_hs.pyx``) against fastText itself
+"""fastText's prediction in compiled code (``udfs/filter/_fasttext_hs.pyx``) against fastText itself
 (``fasttext-predict``): the same label and the same probability, bit for bit, on every line of the
 shared UDHR corpus (~370 language varieties, as the filter's line and as written), on random Unicode
 lines, and on the lines that test how a line is read into words."""
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from conftest import shared
-from udfs._fasttext_hs import MAX_CACHED_WORDS, HsClassifier
-from udfs.langid import FastTextPredictor, LanguageIdentifier, default_model_path, load_classifier
+from udfs.filter._fasttext_hs import MAX_CACHED_WORDS, HsClassifier
+from udfs.filter.langid import FastTextPredictor, LanguageIdentifier, default_model_path, load_classifier
 
 
 @pytest.fixture(scope="module")

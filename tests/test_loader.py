@@ -13,8 +13,8 @@ from jobs.pipeline import run_pipeline
 from jobs.config import PipelineConfig
 from loader import block_causal_mask, document_dataset, sequence_dataset, shard_files, token_budget_buckets
 from loader.tiny_lm import TinyCausalLM, make_train_step
-from udfs.packing import position_ids_from_segments
-from udfs.tokenizer import TokenizerConfig, cached_tokenizer
+from udfs.pack.packing import position_ids_from_segments
+from udfs.pack.tokenizer import TokenizerConfig, cached_tokenizer
 
 SEQ_LEN = 128
 

@@ -1,6 +1,6 @@
 """mindrecord's balancing of rows per shard moves the rows of documents without copies, so the copies
 (repeats) of a document that pack put in different buckets stay in different shards."""
-from jobs.mindrecord import balanced
+from jobs.stages.mindrecord import balanced
 
 # Rows as pack writes them: a bucket and the copies (``<document>#<epoch>``) of each sequence's pieces.
 # A, B and C have copies in several buckets; the U documents have one copy each.

@@ -9,13 +9,13 @@ import yaml
 from conftest import ROOT
 from corpus_docs import all_domains, news_articles, wiki_articles
 from jobs import config
-from udfs.config import ConfigError
-from jobs.mix import DOWNSAMPLED, MixStage
+from udfs.common.config import ConfigError
+from jobs.stages.mix import DOWNSAMPLED, MixStage
 from jobs.config import PipelineConfig
 from jobs.stage import run_stage
-from udfs.mixture import (DomainConfig, DomainRules, MixConfig, copies_of, effective_tokens, estimate_tokens,
+from udfs.mix.mixture import (DomainConfig, DomainRules, MixConfig, copies_of, effective_tokens, estimate_tokens,
                           plan_mixture)
-from udfs.tokenizer import TokenizerConfig, cached_tokenizer
+from udfs.pack.tokenizer import TokenizerConfig, cached_tokenizer
 
 
 def default_mix() -> MixConfig:

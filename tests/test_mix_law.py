@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from jobs.mixing_law import main
-from udfs.mixing_law import MixingLaw, fit_law, optimal_mixture
+from udfs.mix.mixing_law import MixingLaw, fit_law, optimal_mixture
 
 DOMAINS = ["web", "wiki", "code", "books"]
 # A known law in the identifiable form (books is the reference domain, t = 0).

@@ -10,12 +10,12 @@ import yaml
 from conftest import ROOT, shared
 from corpus_docs import all_domains, book_parts, forum_threads, news_articles, web_pages, wiki_articles
 from jobs import config
-from udfs.config import ConfigError
+from udfs.common.config import ConfigError
 from jobs.pipeline import run_pipeline
 from jobs.config import PipelineConfig
-from udfs.packing import (BestFitPacker, Document, PackConfig, Piece, assemble, loss_mask_from_segments,
+from udfs.pack.packing import (BestFitPacker, Document, PackConfig, Piece, assemble, loss_mask_from_segments,
                           position_ids_from_segments, split_document, text_boundaries, token_cuts)
-from udfs.tokenizer import BUNDLED, VOCAB_DIR, TokenizerConfig, _checked_bytes, cached_tokenizer, load_tokenizer
+from udfs.pack.tokenizer import BUNDLED, VOCAB_DIR, TokenizerConfig, _checked_bytes, cached_tokenizer, load_tokenizer
 
 # A piece that was cut at a boundary ends with sentence-final punctuation (and closing quotes) or a newline.
 ENDS_AT_BOUNDARY = re.compile(r"(?:[.!?…]+[\"'”’)\]]*|[。！？]+[”’」』）)]*)\s*$|\n\s*$")

@@ -1,4 +1,4 @@
-"""The compiled walk over lexbor's DOM (udfs/_page_walk.pyx): a page's units in its three views, the
+"""The compiled walk over lexbor's DOM (udfs/extract/_page_walk.pyx): a page's units in its three views, the
 main-content rules, the element pass's marks, the name prefilter, and hostile pages."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from selectolax.lexbor import LexborHTMLParser
 
 from conftest import shared
 from tools.extraction_devsets import load_readability, load_trafilatura_eval
-from udfs import _page_walk, main_content
-from udfs.html import MAIN_CONTENT, MAIN_CONTENT_UNFILTERED, WHOLE_PAGE, parse_page
+from udfs.extract import _page_walk, main_content
+from udfs.extract.html import MAIN_CONTENT, MAIN_CONTENT_UNFILTERED, WHOLE_PAGE, parse_page
 
 ALL = 0  # no mark masked: every visible text
 

@@ -12,12 +12,12 @@ import pytest
 from pyspark.sql import functions as F
 
 from conftest import shared
-from jobs.perplexity import with_perplexity, with_ppl_bucket
+from jobs.transforms.perplexity import with_perplexity, with_ppl_bucket
 from tools.ngram_lm_train import estimate, main, paragraphs_of_file
-from udfs.config import ConfigError, build
-from udfs.ngram_lm import (BOS, EOS, UNK, KenLMModel, NgramModel, load_model, read_arpa, tokenize, tokenize_all,
+from udfs.common.config import ConfigError, build
+from udfs.filter.ngram_lm import (BOS, EOS, UNK, KenLMModel, NgramModel, load_model, read_arpa, tokenize, tokenize_all,
                            tokenize_lines, tokenize_reference, write_arpa)
-from udfs.perplexity import MODELS_DIR, SHIPPED, PerplexityConfig, PerplexityScorer, scored_part
+from udfs.filter.perplexity import MODELS_DIR, SHIPPED, PerplexityConfig, PerplexityScorer, scored_part
 
 # ---------------------------------------------------------------- estimation and the ARPA format
 
@@ -198,7 +198,7 @@ def peoples_daily():
 @pytest.fixture(scope="module")
 def zh_model(tmp_path_factory):
     """A Chinese model trained by the documented command on every 20th line of People's Daily
-    (89 k tokens, ~2 s); no Chinese model ships (udfs/lm_models/README.md)."""
+    (89 k tokens, ~2 s); no Chinese model ships (udfs/filter/lm_models/README.md)."""
     folder = tmp_path_factory.mktemp("zh_model")
     (folder / "train.txt").write_text("\n".join(peoples_daily()[::20]), encoding="utf-8")
     main(["train", "--lang", "zh", "--input", str(folder / "train.txt"), "--out", str(folder / "zh.arpa.gz"),
@@ -375,7 +375,7 @@ def test_compiled_tokenizer_gives_the_reference_tokens_on_every_code_point_and_t
 
 
 def reference_perplexity(model, text, count_punctuation, max_chars):
-    """A document's perplexity as udfs/perplexity.py computed it before the compiled path: regex
+    """A document's perplexity as udfs/filter/perplexity.py computed it before the compiled path: regex
     tokens per line, numpy scores, punctuation marks left out unless counted."""
     lists = [t for t in map(tokenize_reference, scored_part(text, max_chars).split("\n")) if t]
     scores = model.token_scores_reference(lists)
@@ -447,7 +447,7 @@ def test_spark_perplexity_and_per_language_buckets(spark, zh_config):
 # ---------------------------------------------------------------- the filter stage's rule
 
 def test_filter_rule_rejects_keyword_lists_and_skips_languages_without_a_model():
-    from udfs.filter import DocumentFilter, FilterConfig
+    from udfs.filter.rules import DocumentFilter, FilterConfig
 
     paragraphs = wiki_held_out(6)
     keywords = "\n".join(keyword_list(p, " ") for p in paragraphs)

@@ -8,9 +8,9 @@ import pytest
 from stdnum import luhn
 
 from conftest import SHARED_DATA, shared
-from udfs.config import ConfigError, build
-from udfs.pii import PiiConfig, PiiScrubber, build_scrubber_in_background, scrubber_for
-from udfs.pii_recognizers import cn_ric_valid, cn_uscc_valid
+from udfs.common.config import ConfigError, build
+from udfs.pii.scrub import PiiConfig, PiiScrubber, build_scrubber_in_background, scrubber_for
+from udfs.pii.recognizers import cn_ric_valid, cn_uscc_valid
 
 VECTORS = "pii/presidio-recognizer-tests/vectors.json"  # under ../shared/data
 # Presidio's test file → our type.
@@ -519,7 +519,7 @@ def test_building_and_scrubbing_never_touch_the_network(tmp_path):
         "    if event.startswith(('socket.connect', 'socket.getaddrinfo')):\n"
         "        raise ConnectionRefusedError(f'network used: {event}')\n"
         "sys.addaudithook(refuse)\n"
-        "from udfs.pii import PiiConfig, PiiScrubber\n"
+        "from udfs.pii.scrub import PiiConfig, PiiScrubber\n"
         "print(PiiScrubber(PiiConfig()).scrub('mail li.wei@mail.tsinghua.edu.cn, tel +44 20 7123 4567')[0])\n")
     done = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})

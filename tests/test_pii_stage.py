@@ -7,8 +7,8 @@ import pytest
 
 from jobs import config
 from jobs.pipeline import run_pipeline
-from jobs.scrub import scrubbed as scrubbed_docs, scrubbed_rows
-from udfs.pii import PiiConfig
+from jobs.transforms.scrub import scrubbed as scrubbed_docs, scrubbed_rows
+from udfs.pii.scrub import PiiConfig
 
 DOCS = [
     ("zh", "张先生的手机号是138-1234-5678，身份证号是11010519491231002X，邮箱zhangsan@163.com，请联系。", "zh"),
@@ -87,7 +87,7 @@ def test_stats_count_replacements_per_type_without_values(scrubbed):
 
 def test_filter_fingerprint_covers_the_pii_settings_its_samples_are_scrubbed_with(spark):
     """filter writes its samples scrubbed with the pii settings: changing them must rewrite the samples."""
-    from jobs.filter import FilterStage
+    from jobs.stages.filter import FilterStage
     from jobs.pipeline import stage_fingerprint
 
     cfg = config.load()

@@ -13,7 +13,7 @@ from conftest import ROOT
 from jobs import config
 from jobs.cli import main
 from jobs.fs import HadoopFS
-from jobs.mix import MixStage
+from jobs.stages.mix import MixStage
 from jobs.pipeline import run_pipeline
 from jobs.stage import Stage, Transformed, is_complete, run_stage
 

@@ -1,4 +1,4 @@
-"""The compiled quality signals (udfs/_quality_signals.pyx) give the Python reference's values, signal
+"""The compiled quality signals (udfs/filter/_quality_signals.pyx) give the Python reference's values, signal
 by signal, on the shared corpora and on constructed edge cases; the filter uses the compiled code; a
 build without it stops with an ImportError that says how to build it.
 
@@ -14,9 +14,9 @@ import zipfile
 import pytest
 
 from conftest import ROOT, shared
-from udfs import quality
-from udfs.filter import FilterConfig
-from udfs.text import normalize_text
+from udfs.filter import quality
+from udfs.filter.rules import FilterConfig
+from udfs.extract.text import normalize_text
 
 RELATIVE_TOLERANCE = 1e-9
 EN_STOP_WORDS = frozenset(FilterConfig().stop_words["en"])
@@ -86,7 +86,7 @@ def udhr_docs():
 
 def web_page_docs():
     """The trafilatura evaluation pages: their main text (resiliparse's own extraction, so the
-    documents do not move with udfs/html.py), and the raw HTML's first 20,000 characters."""
+    documents do not move with udfs/extract/html.py), and the raw HTML's first 20,000 characters."""
     from resiliparse.extract.html2text import extract_plain_text
 
     docs = []
@@ -134,9 +134,9 @@ def test_compiled_signals_match_the_reference_on_constructed_edge_cases():
 
 
 def test_the_filter_uses_the_compiled_signals():
-    import udfs.filter
+    import udfs.filter.rules
 
-    assert udfs.filter.compute_signals is quality.compute_signals
+    assert udfs.filter.rules.compute_signals is quality.compute_signals
     module = quality._quality_signals
     assert module.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
     names, computer = quality._compiled_signals()
@@ -152,7 +152,7 @@ def test_a_build_without_the_extension_says_how_to_build_it(tmp_path):
     package.mkdir()
     for name in ("__init__.py", "quality.py", "table_cache.py"):
         (package / name).write_bytes((ROOT / "udfs" / name).read_bytes())
-    result = subprocess.run([sys.executable, "-c", "import udfs.quality"], cwd=tmp_path,
+    result = subprocess.run([sys.executable, "-c", "import udfs.filter.quality"], cwd=tmp_path,
                             env={"PYTHONPATH": str(tmp_path)}, capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "ImportError: corpusmill's compiled quality signals" in result.stderr

@@ -14,7 +14,7 @@ from jobs.pipeline import run_pipeline
 from jobs.console import summary_line
 from jobs.report import EXCERPT_CHARS, RunFacts, render, rejected_samples, write_report
 from jobs.report_svg import KEPT_COLOUR, REJECTED_COLOUR, histogram, nice_ticks
-from udfs.pii import PiiConfig
+from udfs.pii.scrub import PiiConfig
 
 SAMPLE = str(ROOT / "data" / "sample")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -29,12 +29,12 @@ from service_attacks import (SlowClients, address, bodies_at_once, connection_bu
                              reset_peak_rss, score_head, send_head_then_wait, stream_without_answer_mb,
                              zstd_arrow_bomb)
 from jobs.config import PipelineConfig
-from jobs.score import ScoreStage
+from jobs.stages.score import ScoreStage
 from jobs.stage import run_stage
 from scoring_service.client import LocalService, ScoringClient, ScoringRequestError, ScoringUnavailable, encoded_body
 from scoring_service.artifacts import DEFAULT_MODEL_DIR, read_info
 from scoring_service.features import FeatureHasher, HashingSpec
-from udfs.config import build
+from udfs.common.config import build
 
 pytestmark = pytest.mark.service  # the scoring service as a subprocess
 LIMITS = ["--max-request-texts", "64", "--max-queue-texts", "48", "--max-request-bytes", "300000",
@@ -403,7 +403,7 @@ def test_the_local_service_leaves_no_log_file_even_when_its_parent_is_killed(tmp
 # ---------------------------------------------------------------- the score stage in Spark
 
 def test_score_settings_are_validated():
-    from udfs.config import ConfigError
+    from udfs.common.config import ConfigError
 
     with pytest.raises(ConfigError, match="score.on_failure: must be one of fail, null"):
         build(PipelineConfig, {"score": {"on_failure": "retry"}})
@@ -428,7 +428,7 @@ def test_score_settings_are_validated():
 def test_batch_policy_keeps_known_scores_and_applies_the_failure_policy():
     import pandas as pd
 
-    from udfs.score import score_texts
+    from udfs.score.scoring import score_texts
 
     dead = ScoringClient("http://127.0.0.1:9", retries=0)
     texts = pd.Series(["a text", "another"], index=[5, 6])

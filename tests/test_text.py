@@ -3,8 +3,8 @@ Python reference's text on real pages, on the UDHR in ~330 languages and on rand
 import random
 
 from conftest import shared
-from udfs.html import charset_from_content_type, decode_html, extract_main_text
-from udfs.text import normalize_text, normalize_text_reference
+from udfs.extract.html import charset_from_content_type, decode_html, extract_main_text
+from udfs.extract.text import normalize_text, normalize_text_reference
 
 # Every kind of character the folding treats apart: spaces of many kinds, the line separators, the
 # dropped controls and zero-width marks, letters that NFC composes, a lone surrogate, astral ones.

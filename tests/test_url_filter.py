@@ -3,7 +3,7 @@
 The URL filter runs on WARC records written here and read by the real reader: a rejected page's
 payload is never parsed. The bad-words rule runs through the filter's real DocumentFilter (fastText
 LID included); the rule is off by default and judges English only when switched on. Its compiled
-scan (udfs/_badwords.pyx) is checked against the definition, WordSequenceMatcher on re's tokens.
+scan (udfs/filter/_badwords.pyx) is checked against the definition, WordSequenceMatcher on re's tokens.
 """
 import dataclasses
 import io
@@ -18,13 +18,13 @@ from warcio.warcwriter import WARCWriter
 from conftest import shared
 from jobs import config, registry
 from jobs.pipeline import run_pipeline, stage_fingerprint
-from udfs._badwords import TextMatcher, word_char
-from udfs.badwords import (UNSPACED_LANGUAGES, BadWords, WordSequenceMatcher, read_word_list, shipped_lists,
-                           word_sequences)
-from udfs.config import ConfigError
-from udfs.filter import DocumentFilter
-from udfs.url_filter import UrlFilter, UrlFilterConfig
-from udfs.warc import WarcDocumentReader
+from udfs.filter._badwords import TextMatcher, word_char
+from udfs.common.word_lists import WordSequenceMatcher, read_word_list, word_sequences
+from udfs.filter.badwords import UNSPACED_LANGUAGES, BadWords, shipped_lists
+from udfs.common.config import ConfigError
+from udfs.filter.rules import DocumentFilter
+from udfs.extract.url_filter import UrlFilter, UrlFilterConfig
+from udfs.extract.warc import WarcDocumentReader
 
 PAGE = (b"<html><body><article><p>The committee met on Tuesday to discuss the new library budget, "
         b"which covers books, staff and the reading rooms for the coming year.</p></article></body></html>")

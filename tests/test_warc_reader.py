@@ -6,7 +6,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from conftest import SHARED_DATA, shared
-from udfs.warc import ExtractConfig, WarcDocumentReader, _ReadAgain, document_id, in_sample
+from udfs.extract.warc import ExtractConfig, WarcDocumentReader, _ReadAgain, document_id, in_sample
 
 
 def read(path: Path, cfg: ExtractConfig = ExtractConfig(), sample=None):

@@ -1,4 +1,4 @@
-"""Build the shipped URL word lists (udfs/blocklists/url_*.txt) from LDNOOBW's English list.
+"""Build the shipped URL word lists (udfs/common/blocklists/url_*.txt) from LDNOOBW's English list.
 
     python -m tools.build_url_words ../shared/data/blocklists/ldnoobw/en ../shared/data/corpora/en
 
@@ -16,8 +16,8 @@ import zipfile
 from pathlib import Path
 from typing import Iterator
 
-from udfs.badwords import WordSequenceMatcher, read_word_list, word_sequences
-from udfs.url_filter import SHIPPED_FILES
+from udfs.common.word_lists import WordSequenceMatcher, read_word_list, word_sequences
+from udfs.extract.url_filter import SHIPPED_FILES
 
 MIN_SUBWORD = 6
 # Named in clean text (Wikipedia has articles on them) but in a URL almost only on adult sites.

@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import List
 
-from udfs.html import decode_html
+from udfs.extract.html import decode_html
 
 HTML_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "html"
 SETS = ("trafilatura-eval", "readability")

@@ -8,10 +8,10 @@
 * ``paragraphs_of_file``: the training text of MediaWiki dumps, .zip archives and text files.
 * ``train``: estimate, write the ARPA file and its card (sources, licences, held-out perplexity).
 
-    python -m tools.ngram_lm_train train --lang en --input FILE... --out udfs/lm_models/en.arpa.gz
-    python -m tools.ngram_lm_train score --model udfs/lm_models/en.arpa.gz < lines.txt
+    python -m tools.ngram_lm_train train --lang en --input FILE... --out udfs/filter/lm_models/en.arpa.gz
+    python -m tools.ngram_lm_train score --model udfs/filter/lm_models/en.arpa.gz < lines.txt
 
-Tokenizing, the ARPA format and scoring are ``udfs.ngram_lm``'s, so a model is trained on exactly the
+Tokenizing, the ARPA format and scoring are ``udfs.filter.ngram_lm``'s, so a model is trained on exactly the
 tokens the filter stage scores.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from tools.quality_corpus import paragraphs_of, wiki_articles, zip_texts
-from udfs.ngram_lm import (BACKENDS, BOS, EOS, TOKENIZER, UNK, Estimate, NgramModel, load_model, perplexity,
+from udfs.filter.ngram_lm import (BACKENDS, BOS, EOS, TOKENIZER, UNK, Estimate, NgramModel, load_model, perplexity,
                            tokenize_all, write_arpa)
 
 # ---------------------------------------------------------------- estimation

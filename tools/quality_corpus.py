@@ -116,7 +116,7 @@ def warc_pages(path: str) -> Iterator[Page]:
     """HTML responses of a WARC/ARC file, split into main text and boilerplate."""
     from warcio.archiveiterator import ArchiveIterator
 
-    from udfs.html import charset_from_content_type, decode_html
+    from udfs.extract.html import charset_from_content_type, decode_html
 
     with open(path, "rb") as fh:
         for record in ArchiveIterator(fh, arc2warc=True):
@@ -135,7 +135,7 @@ def html_dir_pages(folder: str, limit: int) -> Iterator[Page]:
     for name in names:
         with open(os.path.join(folder, name), "rb") as fh:
             raw = fh.read()
-        from udfs.html import decode_html
+        from udfs.extract.html import decode_html
 
         html, _ = decode_html(raw, None)
         if html:

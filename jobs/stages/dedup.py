@@ -1,0 +1,496 @@
+"""dedup: exact then fuzzy (MinHash LSH) deduplication, global across all input files.
+
+1. One Arrow pass over ``id`` + ``text`` only computes, per document, the hash of its normalised
+   text, its MinHash signature and its LSH band hashes (``udfs/dedup/minhash.py``). With
+   ``io.chunk_files`` set, this pass, the costly one, runs and is committed chunk by chunk of input
+   files (``run_stage_after_chunks``); a driver lost during it resumes at the first unfinished chunk.
+   The steps below need every document at once and run once, over the saved signatures.
+2. Exact: documents with the same text hash form a group; its best-ranked document (lowest id by
+   default) represents it; the others are exact duplicates.
+3. Fuzzy, on representatives only: every (band, band hash) bucket with two or more members emits a
+   star, each member → the bucket's lowest id (never all pairs). Candidate pairs are verified
+   (exact Jaccard of the shingle sets by default) and become edges.
+4. Connected components of those edges by alternating large-star / small-star rounds on DataFrames
+   (Kiveris et al., "Connected Components in MapReduce and Beyond", 2014), each round
+   checkpointed; no driver-side union-find, no GraphFrames. Exact copies join their
+   representative's component.
+5. One survivor per cluster (lowest id, or ``survivor_order``); all rows get ``cluster_id`` (the
+   component's least representative id: its least id under the default order), rejected rows
+   ``survivor_id`` and ``reject_rule`` = exact_duplicate / near_duplicate.
+
+Signature index. The stage writes, inside its own folder (so its ``_COMPLETE.json`` lists it), the
+keys of the documents it kept; a later run's ``dedup.against`` reads only this, never the documents:
+
+    <run>/dedup/_index/_index.json   the settings the keys depend on (DedupConfig.index_settings), schemas
+    <run>/dedup/_index/exact/        (text_hash, id): one row per kept document, hash-partitioned and
+                                     sorted by text_hash
+    <run>/dedup/_index/bands/        (band, band_key, id): one row per band of each kept document with
+                                     shingles, hash-partitioned and sorted by (band, band_key)
+    <run>/dedup/_index/signatures/   (id, signature): num_perm little-endian uint32 per kept document
+                                     with shingles, to verify candidates without the earlier text
+
+The leading underscore keeps Spark's readers of the stage folder (and the runner's count of outcomes)
+out of it. With earlier indexes, each exact group's representative is first looked up in them: an
+exact-hash hit, or an LSH band collision whose signature-estimated Jaccard reaches the threshold
+(the earlier text is not read, so this is the estimate even under ``verify: jaccard``), rejects the
+whole group with ``reject_rule`` = duplicate_of_earlier_run, ``survivor_id`` = the earlier document
+and ``survivor_run`` = the earlier run's folder. The rest is deduplicated within the run as above. A
+run's index holds only what it kept itself: indexes do not chain, ``against`` lists every earlier run.
+
+Skew: every grouping is an aggregation (partial, map-side), and every one-off join that attaches a
+group's value back to its members (exact groups, LSH buckets, candidate fan-in, clusters) goes
+through ``join_hot_safe``, which spreads a key with more than ``hot_key_cap`` rows over several
+tasks. A bucket of a million near-identical pages is a star of a million edges handled by many
+tasks, not a million² pairs in one. The component rounds use one window per step instead (see
+``_with_min``).
+
+    spark-submit jobs/stages/dedup.py --input out/demo/filter/kept --output out --run demo
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.window import Window
+
+from jobs.fs import HadoopFS
+from jobs.console import progress_safe_print
+from jobs.stage import MARKER, Stage, Transformed
+from udfs.common.config import ConfigError
+from udfs.dedup.minhash import (DedupConfig, describe_bands, estimated_jaccard, jaccard, shingles,
+                          signature_batch)
+
+OWN_COLUMNS = ("cluster_id", "survivor_id", "survivor_run", "reject_rule", "_outcome")
+INDEX = "_index"              # the signature index's folder inside <run>/dedup/
+INDEX_META = "_index.json"
+EARLIER_RULE = "duplicate_of_earlier_run"
+
+
+# ---------------------------------------------------------------- skew-safe joins
+
+def join_hot_safe(many: DataFrame, one: DataFrame, keys: List[str], spread_by: str, cap: int) -> DataFrame:
+    """Inner join of ``many`` (any number of rows per key) with ``one`` (one row per key, carrying
+    that key's row count in ``many`` as ``_n``). A key with more than ``cap`` rows is split over
+    ceil(_n / cap) salts: ``many`` rows pick one by a hash of ``spread_by``, the ``one`` row is
+    copied to each. The hot keys are few (at most rows / cap), so their list is broadcast."""
+    hot = F.broadcast(one.where(F.col("_n") > cap)
+                      .select(*keys, F.ceil(F.col("_n") / F.lit(cap)).cast("long").alias("_salts")))
+    many = (many.join(hot, keys, "left")
+            .withColumn("_salt", F.coalesce(F.pmod(F.xxhash64(spread_by), F.col("_salts")), F.lit(0).cast("long")))
+            .drop("_salts"))
+    one = (one.join(hot, keys, "left")
+           .withColumn("_salt", F.explode(F.sequence(F.lit(0).cast("long"),
+                                                     F.coalesce(F.col("_salts"), F.lit(1).cast("long")) - 1)))
+           .drop("_salts", "_n"))
+    return many.join(one, keys + ["_salt"]).drop("_salt")
+
+
+def attach_group_min(rows: DataFrame, keys: List[str], value: Column, out: str, spread_by: str,
+                     cap: int, min_size: int = 1, size_column: Optional[str] = None) -> DataFrame:
+    """``rows`` plus column ``out`` = min(value) over the rows sharing ``keys`` (and the group's row
+    count as ``size_column`` if named); rows of groups with fewer than ``min_size`` rows are dropped."""
+    groups = rows.groupBy(*keys).agg(F.min(value).alias(out), F.count(F.lit(1)).alias("_n"))
+    if min_size > 1:
+        groups = groups.where(F.col("_n") >= min_size)
+    if size_column:
+        groups = groups.withColumn(size_column, F.col("_n"))
+    return join_hot_safe(rows, groups, keys, spread_by, cap)
+
+
+# ---------------------------------------------------------------- connected components
+
+class Checkpointer:
+    """Cuts lineage of iterative results: reliable checkpoints under ``directory`` when given
+    (survive executor loss on a cluster), Spark local checkpoints otherwise."""
+
+    def __init__(self, spark, directory: str):
+        self.reliable = bool(directory)
+        if self.reliable:
+            spark.sparkContext.setCheckpointDir(directory)
+
+    def __call__(self, df: DataFrame) -> DataFrame:
+        return df.checkpoint(eager=True) if self.reliable else df.localCheckpoint(eager=True)
+
+
+def _fingerprint(edges: DataFrame) -> tuple:
+    """Count and two independent 64-bit XOR-hashes of an edge set: equal fingerprints of successive
+    rounds mean no edge changed (a false match has probability ~2^-128)."""
+    row = edges.agg(F.count(F.lit(1)), F.bit_xor(F.xxhash64("src", "dst")),
+                    F.bit_xor(F.xxhash64("dst", "src"))).first()
+    return tuple(row)
+
+
+def _with_min(rows: DataFrame, key: str, value: str, out: str) -> DataFrame:
+    """Rows plus ``out`` = min(value) over the rows sharing ``key``: one shuffle, as a window.
+    Rounds repeat this many times, so it skips the salting of ``join_hot_safe``; a node with a
+    huge neighbourhood is one task, linear in its degree (window buffers spill to disk)."""
+    return rows.withColumn(out, F.min(value).over(Window.partitionBy(key)))
+
+
+def large_star(edges: DataFrame) -> DataFrame:
+    """Every node u links its larger neighbours to m(u), the least of u and its neighbours."""
+    both = edges.select(F.col("src").alias("u"), F.col("dst").alias("v")).unionByName(
+        edges.select(F.col("dst").alias("u"), F.col("src").alias("v")))
+    linked = _with_min(both, "u", "v", "m")
+    return (linked.where(F.col("v") > F.col("u"))
+            .select(F.col("v").alias("src"), F.least("u", "m").alias("dst")).distinct())
+
+
+def small_star(edges: DataFrame) -> DataFrame:
+    """Edges point from larger to smaller ids; every node u links itself and its smaller
+    neighbours to the least of them."""
+    linked = _with_min(edges, "src", "dst", "m")
+    return (linked.where(F.col("dst") != F.col("m")).select(F.col("dst").alias("src"), F.col("m").alias("dst"))
+            .unionByName(linked.select("src", F.col("m").alias("dst")))
+            .distinct())
+
+
+def connected_components(edges: DataFrame, max_rounds: int, checkpoint: Checkpointer) -> Tuple[DataFrame, int]:
+    """(id, root) for every node of ``edges`` other than its component's least id (the root),
+    and the number of large-star/small-star rounds taken."""
+    current = checkpoint(edges.where(F.col("src") != F.col("dst"))
+                         .select(F.greatest("src", "dst").alias("src"), F.least("src", "dst").alias("dst"))
+                         .distinct())
+    seen = _fingerprint(current)
+    if seen[0] == 0:
+        return current.select(F.col("src").alias("id"), F.col("dst").alias("root")), 0
+    for rounds in range(1, max_rounds + 1):
+        current = checkpoint(small_star(large_star(current)))
+        fingerprint = _fingerprint(current)
+        if fingerprint == seen:
+            # A fixed point: every node points at its component's least id.
+            return current.select(F.col("src").alias("id"), F.col("dst").alias("root")), rounds
+        seen = fingerprint
+    raise RuntimeError(f"dedup: connected components did not converge in {max_rounds} rounds "
+                       f"(raise dedup.max_rounds)")
+
+
+# ---------------------------------------------------------------- signature index of earlier runs
+
+@dataclass(frozen=True)
+class EarlierIndex:
+    path: str        # <run>/dedup/_index
+    run: str         # the earlier run's folder, named on the rows it rejects
+    identity: str    # its stage fingerprint and index files: part of this stage's fingerprint
+    schemas: Dict[str, T.StructType]
+
+
+def open_index(fs: HadoopFS, entry: str, settings: DedupConfig) -> EarlierIndex:
+    """The index a ``dedup.against`` entry names (a run folder, its dedup folder or the index
+    folder), checked: its stage committed (the marker, written last, lists the index's files and
+    they are all there with their sizes; the rest of that run may be gone) and its keys were made
+    with this run's settings. Anything else is a one-line ConfigError."""
+    base = fs.qualify(entry).rstrip("/")
+    candidates = [base[:-len(INDEX) - 1]] if base.endswith(f"/{INDEX}") else [base, f"{base}/dedup"]
+    stage_dir = next((d for d in candidates if fs.exists(f"{d}/{INDEX}/{INDEX_META}")), None)
+    if stage_dir is None:
+        raise ConfigError(f"dedup.against: no dedup index at {entry} (a finished dedup stage writes "
+                          f"<run>/dedup/{INDEX}/)")
+    if not fs.exists(f"{stage_dir}/{MARKER}"):
+        raise ConfigError(f"dedup.against: the dedup stage at {stage_dir} did not finish (no {MARKER})")
+    marker = fs.read_json(f"{stage_dir}/{MARKER}")
+    listed = {rel: size for rel, size in marker["files"].items() if rel.startswith(f"{INDEX}/")}
+    present = {f"{INDEX}/{rel}": size for rel, size in fs.list_files(f"{stage_dir}/{INDEX}").items()}
+    if listed != present:
+        raise ConfigError(f"dedup.against: the index at {stage_dir}/{INDEX} does not match the files its "
+                          f"{MARKER} lists (changed or partly copied)")
+    meta = fs.read_json(f"{stage_dir}/{INDEX}/{INDEX_META}")
+    mismatch = settings.index_mismatch(meta["settings"])
+    if mismatch:
+        raise ConfigError(f"dedup.against: the index at {stage_dir}/{INDEX} was built with dedup.{mismatch}; "
+                          f"its keys cannot be compared with this run's")
+    identity = hashlib.sha256(json.dumps([marker["fingerprint"], sorted(listed.items())]).encode()).hexdigest()[:16]
+    return EarlierIndex(f"{stage_dir}/{INDEX}", stage_dir.rsplit("/", 1)[0], identity,
+                        {name: T.StructType.fromJson(schema) for name, schema in meta["schemas"].items()})
+
+
+# ---------------------------------------------------------------- the stage
+
+class DedupStage(Stage):
+    name = "dedup"
+    required_columns = ("id", "text")
+    # Clustering needs every document at once; the signature pass, the costly part, runs by chunks.
+    has_chunk_step = True
+
+    # -- signatures ----------------------------------------------------------------------------
+
+    def signatures(self, docs: DataFrame) -> DataFrame:
+        """(id, text_hash, bands[, signature when fuzzy], survivor-order columns): one Arrow pass over
+        id + text."""
+        s: DedupConfig = self.settings
+        order = [c.lstrip("-") for c in s.survivor_order]
+        # Signatures verify candidates (verify: signature) and go into the index for later runs.
+        with_signature = s.fuzzy
+        fields = [docs.schema["id"], T.StructField("text_hash", T.StringType()),
+                  T.StructField("bands", T.ArrayType(T.LongType()))]
+        if with_signature:
+            fields.append(T.StructField("signature", T.BinaryType()))
+        fields += [docs.schema[c] for c in order]
+
+        def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                texts = [t or "" for t in batch.column("text").to_pylist()]
+                out = signature_batch(texts, s)
+                has = out.shingle_counts > 0
+                # Documents without shingles (empty text) take part in exact dedup only.
+                bands = pa.array([row if ok else None for row, ok in zip(out.bands.tolist(), has)],
+                                 type=pa.list_(pa.int64()))
+                columns = [batch.column("id"), pa.array(out.exact_hashes, pa.string()), bands]
+                names = ["id", "text_hash", "bands"]
+                if with_signature:
+                    columns.append(pa.array([row.tobytes() for row in out.signatures], pa.binary()))
+                    names.append("signature")
+                columns += [batch.column(c) for c in order]
+                yield pa.RecordBatch.from_arrays(columns, names=names + order)
+
+        return docs.select("id", "text", *order).mapInArrow(compute, T.StructType(fields))
+
+    def chunk_step(self, docs: DataFrame) -> DataFrame:
+        return self.signatures(docs.where(F.col("id").isNotNull()))
+
+    # -- fuzzy candidates and verification -----------------------------------------------------
+
+    def candidates(self, reps: DataFrame) -> DataFrame:
+        """Star edges (src → dst = bucket's least id) from every LSH bucket with 2+ members."""
+        cap = self.settings.hot_key_cap
+        members = reps.where(F.col("bands").isNotNull()).select(
+            "id", F.posexplode("bands").alias("band", "band_hash"))
+        buckets = attach_group_min(members, ["band", "band_hash"], F.col("id"), "bucket_min",
+                                   spread_by="id", cap=cap, min_size=2)
+        return (buckets.where(F.col("id") != F.col("bucket_min"))
+                .select(F.col("id").alias("src"), F.col("bucket_min").alias("dst")).distinct())
+
+    def verify(self, pairs: DataFrame, src_values: DataFrame, dst_values: DataFrame, mode: str) -> DataFrame:
+        """The candidate pairs whose similarity reaches the threshold. ``src_values`` and
+        ``dst_values`` hold (id, value) of each side: the text under mode jaccard (Jaccard of the
+        shingle sets), the signature under mode signature (the MinHash estimate); none keeps every pair."""
+        s: DedupConfig = self.settings
+        if mode == "none":
+            return pairs
+        left = pairs.join(src_values.select(F.col("id").alias("src"), F.col("value").alias("src_value")), "src")
+        fan_in = pairs.groupBy("dst").agg(F.count(F.lit(1)).alias("_n"))
+        right = fan_in.join(dst_values.select(F.col("id").alias("dst"), F.col("value").alias("dst_value")), "dst")
+        joined = join_hot_safe(left, right, ["dst"], spread_by="src", cap=s.hot_key_cap)
+
+        def similarity(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                a = batch.column("src_value").to_pylist()
+                b = batch.column("dst_value").to_pylist()
+                if mode == "jaccard":
+                    sim = jaccard(shingles(a, s), shingles(b, s))
+                else:
+                    sim = estimated_jaccard(_unpack(a, s.num_perm), _unpack(b, s.num_perm))
+                yield pa.RecordBatch.from_arrays(
+                    [batch.column("src"), batch.column("dst"), pa.array(sim, pa.float64())],
+                    names=["src", "dst", "similarity"])
+
+        schema = T.StructType([pairs.schema["src"], pairs.schema["dst"], T.StructField("similarity", T.DoubleType())])
+        scored = joined.select("src", "dst", "src_value", "dst_value").mapInArrow(similarity, schema)
+        # A tiny tolerance so that, e.g., 4/5 counts as reaching 0.8 despite float rounding.
+        return scored.where(F.col("similarity") >= s.threshold - 1e-9).select("src", "dst")
+
+    # -- earlier runs --------------------------------------------------------------------------
+
+    def earlier_indexes(self) -> List[EarlierIndex]:
+        if not self.settings.against:
+            return []
+        fs = HadoopFS(self.spark)
+        return [open_index(fs, entry, self.settings) for entry in self.settings.against]
+
+    def artifact_fingerprint(self) -> str:
+        """The earlier indexes deduplicated against: a re-run of one of those runs re-runs this stage."""
+        identities = [index.identity for index in self.earlier_indexes()]
+        return hashlib.sha256(json.dumps(identities).encode()).hexdigest()[:16] if identities else ""
+
+    def earlier_duplicates(self, reps: DataFrame, earlier: List[EarlierIndex]) -> DataFrame:
+        """(rep_id, survivor_id, survivor_run, _n) for each exact-group representative that
+        duplicates a document kept by an earlier run: the same exact hash, or an LSH band collision
+        verified on the signatures. Several hits: the first index listed, then its least id."""
+        s: DedupConfig = self.settings
+        id_type = reps.schema["id"].dataType
+        mode = "none" if s.verify == "none" else "signature"
+        found = None
+        for position, index in enumerate(earlier):
+            def read(name: str) -> DataFrame:
+                return self.spark.read.schema(index.schemas[name]).parquet(f"{index.path}/{name}")
+
+            hits = reps.select("id", "text_hash").join(
+                read("exact").select("text_hash", F.col("id").alias("earlier_id")), "text_hash")
+            hits = hits.select(F.col("id").alias("src"), F.col("earlier_id").alias("dst"))
+            if s.fuzzy:
+                members = reps.where(F.col("bands").isNotNull()).select(
+                    "id", F.posexplode("bands").alias("band", "band_key"))
+                pairs = (members.join(read("bands").withColumnRenamed("id", "earlier_id"), ["band", "band_key"])
+                         .select(F.col("id").alias("src"), F.col("earlier_id").alias("dst")).distinct())
+                signatures = read("signatures").withColumnRenamed("signature", "value")
+                hits = hits.unionByName(self.verify(pairs, reps.select("id", F.col("signature").alias("value")),
+                                                    signatures, mode))
+            hits = hits.select(F.col("src").alias("rep_id"),
+                               F.struct(F.lit(position).alias("position"), F.col("dst").cast(id_type).alias("id"))
+                               .alias("hit"))
+            found = hits if found is None else found.unionByName(hits)
+        runs = F.array(*[F.lit(index.run) for index in earlier])
+        best = found.groupBy("rep_id").agg(F.min("hit").alias("hit"))
+        return (best.join(reps.select(F.col("id").alias("rep_id"), F.col("exact_size").alias("_n")), "rep_id")
+                .select("rep_id", F.col("hit.id").alias("survivor_id"),
+                        F.element_at(runs, F.col("hit.position") + 1).alias("survivor_run"), "_n"))
+
+    def decide_earlier(self, grouped: DataFrame, hits: DataFrame) -> DataFrame:
+        """Decisions for every member of the exact groups whose representative an earlier run kept."""
+        members = join_hot_safe(grouped.select("id", "rep_id"), hits, ["rep_id"], spread_by="id",
+                                cap=self.settings.hot_key_cap)
+        return members.select("id", F.col("survivor_id").alias("cluster_id"), "survivor_id", "survivor_run",
+                              F.lit(EARLIER_RULE).alias("reject_rule"), F.lit("rejected").alias("_outcome"))
+
+    # -- the whole stage -----------------------------------------------------------------------
+
+    def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
+        s: DedupConfig = self.settings
+        cap = s.hot_key_cap
+        bands, rows = s.banding()
+        curve = describe_bands(bands, rows)
+        progress_safe_print(f"dedup: {curve}")
+        figures = {"lsh_bands": bands, "lsh_rows": rows, "s_curve": curve}
+        checkpoint = Checkpointer(self.spark, s.checkpoint_dir)
+        earlier = self.earlier_indexes()  # checked before the expensive pass
+
+        if self.chunk_results is not None:  # computed and committed chunk by chunk
+            sigs = self.chunk_results
+        else:  # the signature pass is the expensive one: materialise it once
+            sigs = checkpoint(self.chunk_step(docs))
+
+        if s.exact:
+            # The exact group's best-ranked document represents it in the fuzzy pass.
+            grouped = checkpoint(attach_group_min(sigs, ["text_hash"], self.rank(), "rep", spread_by="id",
+                                                  cap=cap, size_column="exact_size")
+                                 .withColumn("rep_id", F.col("rep.id")).drop("rep"))
+        else:
+            grouped = sigs.withColumn("rep_id", F.col("id")).withColumn("exact_size", F.lit(1).cast("long"))
+        reps = grouped.where(F.col("id") == F.col("rep_id"))
+        earlier_decisions = None
+        if earlier:
+            # Groups an earlier run already kept leave before the run's own clustering.
+            hits = checkpoint(self.earlier_duplicates(reps, earlier))
+            earlier_decisions = self.decide_earlier(grouped, hits)
+            grouped = grouped.join(hits.select("rep_id"), "rep_id", "left_anti")
+            reps = reps.join(hits.select(F.col("rep_id").alias("id")), "id", "left_anti")
+            figures["earlier_runs"] = [index.run for index in earlier]
+        edges = sigs.select(F.col("id").alias("src"), F.col("id").alias("dst")).where(F.lit(False))
+        if s.fuzzy:
+            pairs = checkpoint(self.candidates(reps))
+            if s.verify == "jaccard":
+                values = docs.select("id", F.col("text").alias("value"))
+            else:
+                values = sigs.select("id", F.col("signature").alias("value"))
+            edges = checkpoint(self.verify(pairs, values, values, s.verify))
+            figures.update(candidate_pairs=pairs.count(), verified_pairs=edges.count())
+        # Components over representatives only: exact copies join their representative's cluster.
+        components, rounds = connected_components(edges, s.max_rounds, checkpoint)
+        figures["cc_rounds"] = rounds
+
+        decisions = self.decide(grouped, components)
+        if earlier_decisions is not None:
+            decisions = decisions.unionByName(earlier_decisions, allowMissingColumns=True)
+        # Read twice, by the output and by the index of what was kept: decided once.
+        decisions = checkpoint(decisions)
+        kept_columns = [c for c in docs.columns if c not in OWN_COLUMNS]
+        out = docs.select(*kept_columns).join(decisions, "id", "left")
+        # Rows without an id cannot be deduplicated or joined back: report them as errors.
+        rows_out = (out.withColumn("_outcome", F.coalesce("_outcome", F.lit("error")))
+                    .withColumn("error", F.when(F.col("id").isNull(), F.lit("missing id"))))
+        kept_keys = decisions.where(F.col("_outcome") == "kept").select("id").join(sigs, "id")
+        return Transformed(rows_out, {**figures, "index": kept_keys})
+
+    # -- the index of what was kept ------------------------------------------------------------
+
+    def write(self, out: Transformed, tmp_dir: str) -> None:
+        run_dir = HadoopFS(self.spark).qualify(tmp_dir).rsplit("/", 1)[0]
+        if run_dir in out.facts.get("earlier_runs", []):
+            # Its own earlier index would reject every document it kept last time.
+            raise ConfigError(f"dedup.against: {run_dir} is this run; list earlier runs only")
+        super().write(out, tmp_dir)
+        self.write_index(out.facts["index"], f"{tmp_dir}/{INDEX}")
+
+    def write_index(self, kept: DataFrame, index_dir: str) -> None:
+        """The layout in the module docstring; ``_index.json`` last."""
+        compression = self.cfg.io.parquet_compression
+        datasets = {"exact": kept.select("text_hash", "id").repartition("text_hash").sortWithinPartitions("text_hash")}
+        if self.settings.fuzzy:
+            with_bands = kept.where(F.col("bands").isNotNull())
+            datasets["bands"] = (with_bands.select(F.posexplode("bands").alias("band", "band_key"), "id")
+                                 .repartition("band", "band_key").sortWithinPartitions("band", "band_key"))
+            datasets["signatures"] = with_bands.select("id", "signature").repartition("id").sortWithinPartitions("id")
+        for name, frame in datasets.items():
+            frame.write.option("compression", compression).parquet(f"{index_dir}/{name}")
+        HadoopFS(self.spark).write_json(f"{index_dir}/{INDEX_META}", {
+            "format": 1, "settings": self.settings.index_settings(),
+            "schemas": {name: frame.schema.jsonValue() for name, frame in datasets.items()}})
+
+    def rank(self) -> Column:
+        """Survivor order as a struct: min() picks the survivor (survivor_order, then lowest id)."""
+        keys = []
+        for spec in self.settings.survivor_order:
+            column = F.col(spec.lstrip("-"))
+            # Nulls rank last; "-" orders a numeric column descending.
+            keys += [column.isNull(), -column if spec.startswith("-") else column]
+        return F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col("id").alias("id"))
+
+    def decide(self, grouped: DataFrame, components: DataFrame) -> DataFrame:
+        """(id, cluster_id, survivor_id, reject_rule, _outcome) for every document. A rejected
+        document other than its exact group's representative is an exact duplicate, a rejected
+        representative a near duplicate."""
+        cap = self.settings.hot_key_cap
+        # Clusters and survivors are decided on representatives (one per distinct text) ...
+        reps = (grouped.where(F.col("id") == F.col("rep_id"))
+                .join(components, "id", "left")
+                .withColumn("cluster_id", F.coalesce("root", "id")))
+        reps = attach_group_min(reps, ["cluster_id"], self.rank(), "best", spread_by="id", cap=cap)
+        # ... and reach every copy through its exact group, a possibly hot key: salted.
+        reps = reps.select(F.col("id").alias("rep_id"), "cluster_id", "best", F.col("exact_size").alias("_n"))
+        ranked = join_hot_safe(grouped.select("id", "rep_id"), reps, ["rep_id"], spread_by="id", cap=cap)
+        survivor = F.col("best.id")
+        rejected = F.col("id") != survivor
+        return ranked.select(
+            "id", "cluster_id",
+            F.when(rejected, survivor).alias("survivor_id"),
+            F.when(rejected, F.when(F.col("id") != F.col("rep_id"), F.lit("exact_duplicate"))
+                   .otherwise(F.lit("near_duplicate"))).alias("reject_rule"),
+            F.when(rejected, F.lit("rejected")).otherwise(F.lit("kept")).alias("_outcome"))
+
+    def extra_stats(self, stage_dir: str, facts: dict) -> dict:
+        fs = HadoopFS(self.spark)
+        stats = {k: v for k, v in facts.items() if k != "index"}
+        parts = [f"{stage_dir}/{d}" for d in ("kept", "rejected") if fs.exists(f"{stage_dir}/{d}")]
+        histogram: Dict[str, int] = {}
+        if parts:
+            written = self.spark.read.parquet(*parts)
+            if "survivor_run" in written.columns:
+                per_run = written.where(F.col("survivor_run").isNotNull()).groupBy("survivor_run").count().collect()
+                stats["duplicates_of_earlier_runs"] = dict(sorted((r[0], r[1]) for r in per_run))
+                written = written.where(F.col("survivor_run").isNull())  # clusters of this run only
+            sizes = written.groupBy("cluster_id").count()
+            for row in sizes.where(F.col("count") > 1).groupBy("count").count().collect():
+                histogram[str(row[0])] = row[1]
+        return {**stats,
+                "clusters": sum(histogram.values()),
+                "cluster_size_histogram": dict(sorted(histogram.items(), key=lambda kv: int(kv[0])))}
+
+
+def _unpack(values: List[Optional[bytes]], num_perm: int) -> np.ndarray:
+    return np.frombuffer(b"".join(values), dtype=np.uint32).reshape(-1, num_perm)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from jobs.cli import main_for_stage
+
+    sys.exit(main_for_stage("dedup"))

@@ -1,0 +1,166 @@
+"""filter: language ID and heuristic quality rules over documents (seed 000 layer 2, seed 003).
+
+    spark-submit jobs/stages/filter.py --input out/demo/extract/kept --run demo
+
+Every document passes once through ``udfs.filter.rules.DocumentFilter`` inside an Arrow batch
+(``mapInArrow``): fastText LID, the quality signals, the rules. Kept and rejected rows both carry
+``lang``, ``lang_score`` and every signal (so a new threshold needs no recomputation); rejected rows
+carry the first failing rule in ``reject_rule`` and its measured value in ``reject_value`` (double),
+and ``failed_rules`` lists every rule a document fails. ``_stats.json`` gets, per rule, the documents
+it rejected first (``first_hit``) and would have rejected alone (``alone``), and the stage writes a
+deterministic sample of rejected documents per rule to ``<stage>/samples/<rule>.jsonl``. The samples
+are for people to read, so their text and URL are scrubbed with the ``pii`` settings (the stage
+declares that read) whether or not the run has a pii stage; the Parquet rows stay raw.
+
+Documents in a language with an n-gram model also get ``perplexity``; a second pass
+(``jobs/transforms/perplexity.py``) cuts each language's perplexities of the kept documents at
+``perplexity.bucket_quantiles`` into CCNet's ``ppl_bucket`` (head / middle / tail) on every row, and
+``_stats.json`` records the cut-offs (``ppl_cutoffs``).
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark import StorageLevel, inheritable_thread_target
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from jobs.fs import HadoopFS
+from jobs.transforms.perplexity import with_ppl_bucket
+from jobs.transforms.scrub import scrubbed_rows, spot_check_picks
+from jobs.stage import Stage, Transformed
+from udfs.filter.rules import FILTER_SIGNALS, DocumentFilter
+
+_ARROW_KINDS = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+# The columns this stage adds (replacing same-named input columns), in output order.
+FILTER_FIELDS = pa.schema(
+    [("lang", pa.string()), ("lang_score", pa.float64())]
+    + [(name, _ARROW_KINDS[kind]) for name, kind in FILTER_SIGNALS.items()]
+    + [("perplexity", pa.float64())]
+    + [("failed_rules", pa.list_(pa.string())), ("reject_rule", pa.string()), ("reject_value", pa.float64()),
+       ("error", pa.string()), ("_outcome", pa.string())])
+# What a spot-check sample shows of each rejected document.
+SAMPLE_COLUMNS = ["id", "url", "lang", "lang_score", "reject_rule", "reject_value", "failed_rules", "text"]
+_TOP_LANGUAGES = 50
+_RULE_STATS_SCHEMA = from_arrow_schema(pa.schema([FILTER_FIELDS.field(name)
+                                                  for name in ("reject_rule", "lang", "failed_rules")]))
+
+
+class FilterStage(Stage):
+    name = "filter"
+    # The samples are scrubbed with the pii settings: a change there rewrites them.
+    reads = ("pii",)
+    required_columns = ("text",)
+
+    def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
+        docs = docs.drop(*[c for c in FILTER_FIELDS.names + ["ppl_bucket"] if c in docs.columns])
+        settings = self.settings
+        out_fields = FILTER_FIELDS
+
+        def filter_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            doc_filter = DocumentFilter(settings)  # the LID model itself is cached per worker
+            for batch in batches:
+                columns = doc_filter.apply(batch.column("text").to_pylist())
+                added = [pa.array(columns[f.name], type=f.type) for f in out_fields]
+                yield pa.RecordBatch.from_arrays(batch.columns + added,
+                                                 names=batch.schema.names + out_fields.names)
+
+        schema = StructType(docs.schema.fields + from_arrow_schema(FILTER_FIELDS).fields)
+        # Persisted so the bucket cut-offs (an action) and the write share one pass of the filter.
+        filtered = docs.mapInArrow(filter_batches, schema).persist(StorageLevel.MEMORY_AND_DISK)
+        facts: dict = {}
+
+        def release() -> None:  # by the runner, once the write is done (or failed)
+            if "samples" in facts:  # they read the cache too
+                facts["samples"].add_done_callback(lambda _: filtered.unpersist())
+            else:
+                filtered.unpersist()
+        resources.callback(release)
+        out, facts["ppl_cutoffs"] = with_ppl_bucket(filtered, settings.perplexity,
+                                                    reference=F.col("_outcome") == "kept")
+        if settings.samples_per_rule:
+            # The cut-offs have filled the cache: the samples are picked from it and scrubbed while the
+            # runner writes and counts. (inheritable_thread_target: the samples' jobs run in the
+            # stage's job group.)
+            pool = ThreadPoolExecutor(max_workers=1)
+            facts["samples"] = pool.submit(inheritable_thread_target(self.spark)(self.sample_rows),
+                                           filtered.where(F.col("_outcome") == "rejected"))
+            pool.shutdown(wait=False)  # its one thread ends with the samples
+        return Transformed(out, facts)
+
+    def extra_stats(self, stage_dir: str, facts: dict) -> dict:
+        fs = HadoopFS(self.spark)
+        parts = [f"{stage_dir}/{d}" for d in ("kept", "rejected") if fs.exists(f"{stage_dir}/{d}")]
+        if not parts:
+            return {"rules": [], "languages": {}, "ppl_cutoffs": facts["ppl_cutoffs"]}
+        # The three columns read, by their written types: no job to infer the schema from a footer.
+        written = self.spark.read.schema(_RULE_STATS_SCHEMA).parquet(*parts)
+        rules = self.settings.rule_names()
+        # One query for both figures: a few rows per (rule, language), each with how many of its
+        # documents fail each rule.
+        counts = written.groupBy("reject_rule", "lang").agg(
+            F.count(F.lit(1)).alias("n"),
+            *[F.sum(F.array_contains("failed_rules", rule).cast("long")).alias(f"fails_{i}")
+              for i, rule in enumerate(rules)]).collect()
+        first_hit: Counter = Counter()
+        alone: Counter = Counter()
+        languages: Counter = Counter()
+        for row in counts:
+            if row["reject_rule"]:
+                first_hit[row["reject_rule"]] += row["n"]
+            languages[row["lang"] or "-"] += row["n"]
+            for i, rule in enumerate(rules):
+                alone[rule] += row[f"fails_{i}"] or 0
+        stats = {
+            # In evaluation order: the funnel reads top to bottom.
+            "rules": [{"rule": name, "first_hit": first_hit.get(name, 0), "alone": alone.get(name, 0)}
+                      for name in rules],
+            "languages": dict(sorted(languages.items(), key=lambda item: (-item[1], item[0]))[:_TOP_LANGUAGES]),
+            "ppl_cutoffs": facts["ppl_cutoffs"],
+        }
+        if "samples" in facts and fs.exists(f"{stage_dir}/rejected"):
+            stats["samples"] = self.write_samples(fs, stage_dir, facts["samples"].result())
+        return stats
+
+    def sample_rows(self, rejected: DataFrame) -> list:
+        """Up to ``samples_per_rule`` of the ``rejected`` rows per rule, chosen by a hash of the id (the
+        same documents on every run, no two with the same text), with text and URL scrubbed and the
+        raw text's length in ``chars``; in the order of rule, then hash."""
+        picked = spot_check_picks(rejected.select("id", "reject_rule", "text"), "reject_rule",
+                                  self.settings.samples_per_rule).select("id", "reject_rule", "_hash")
+        samples = rejected.join(F.broadcast(picked), ["id", "reject_rule"]).select(
+            *SAMPLE_COLUMNS, F.coalesce(F.length("text"), F.lit(0)).alias("chars"), "_hash")
+        return sorted(scrubbed_rows(samples.collect(), self.cfg.pii),
+                      key=lambda r: (r["reject_rule"], r["_hash"], r["id"]))
+
+    @staticmethod
+    def write_samples(fs: HadoopFS, stage_dir: str, rows: list) -> dict:
+        """``sample_rows`` as ``samples/<rule>.jsonl`` (a document the scrubber cannot finish shows no
+        text and the reason in ``error``); returns rule -> file. The run report shows the first few
+        of each file."""
+        by_rule: dict = {}
+        for row in rows:
+            record = {c: row[c] for c in SAMPLE_COLUMNS + ["chars"]}
+            if row["error"]:
+                record["error"] = row["error"]
+            by_rule.setdefault(row["reject_rule"], []).append(json.dumps(record, ensure_ascii=False))
+        files = {}
+        for rule, lines in by_rule.items():
+            files[rule] = f"samples/{rule}.jsonl"
+            fs.write_text(f"{stage_dir}/{files[rule]}", "\n".join(lines) + "\n")
+        return files
+
+
+if __name__ == "__main__":
+    import sys
+
+    from jobs.cli import main_for_stage
+
+    sys.exit(main_for_stage("filter"))

@@ -1,0 +1,247 @@
+"""mindrecord: bucketed Parquet → one MindRecord file per bucket (= shard), written in parallel.
+
+Two modes: ``sequences`` writes the packed sequences of ``pack`` (``input_ids``, ``segment_ids``,
+``loss_mask`` as fixed-shape int32 arrays of ``seq_len``, plus the sequence ``id``); ``documents``
+writes the documents of ``mix`` (id, url, text, domain, quality_score) for users who tokenize at
+training time. ``auto`` picks ``sequences`` when the input has ``input_ids``. The shard count is the
+bucket count of ``mix`` (set it to the training device count or a multiple of it); ``loader`` reads
+the shards for a rank.
+
+Each Spark task writes its shard(s) with ``mindspore.mindrecord.FileWriter`` into a scratch folder on
+its executor (``mindrecord.scratch_dir``), then uploads the ``.mindrecord`` and ``.mindrecord.db``
+files into the stage's temporary folder with ``pyarrow.fs`` (``udfs.mindrecord.records.upload_files``), so
+``--output`` may be any URI both Spark and pyarrow reach: a local or mounted path, ``file://``,
+``hdfs://`` (libhdfs on the nodes), ``s3://``/``s3a://`` (endpoint and keys from the
+``spark.hadoop.fs.s3a.*`` settings or the AWS environment), ``gs://``, ``abfs://``. The runner then
+commits the folder like every other stage's. ``mindspore.dataset.MindDataset`` reads the list of files
+as one dataset; ``loader`` downloads remote shards to a local cache first.
+
+The shards a training job gets: exactly ``mix.buckets`` files (a shard no row reached is written
+empty, valid for MindDataset), mode 0644, and rows per shard within one of each other: rows keep
+their bucket's shard except for the fewest moves that even the counts out
+(``udfs.mindrecord.records.balance_plan``). The rows moved are, as far as there are enough, rows none of whose
+documents has another copy (a repeat of ``mix``), so the copies ``pack`` put in different buckets stay
+in different shards. ``_stats.json`` lists rows and tokens per shard (tokens: the
+non-padding tokens of the sequences, or mix's ``token_estimate`` of the documents).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from contextlib import ExitStack
+from functools import cached_property
+from typing import Dict, Iterator, List, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from jobs.fs import HadoopFS
+from jobs.stage import Stage, Transformed
+from udfs.common.config import ConfigError
+from udfs.mindrecord.records import (COPY_SUFFIX, DOCUMENT_SCHEMA, MANIFEST, MISSING_SCORE, SEQUENCE_FIELDS, balance_plan,
+                             check_compatible, check_reachable, is_remote, manifest_stages, mindrecord_rows,
+                             s3_options_from_hadoop, sequence_schema, shard_name, upload_files)
+
+SHARDS_SCHEMA = "shard int, file string, rows long, tokens long, _outcome string"
+
+
+def document_of(copy):
+    """The document of a copy's name (``<id>#<epoch>``)."""
+    return F.regexp_replace(copy, COPY_SUFFIX, "")
+
+
+def with_stays(rows: DataFrame) -> DataFrame:
+    """``rows`` with ``_stays``: whether the row holds a copy of a document that has another copy anywhere."""
+    copies = rows.select(F.explode("_copies").alias("copy")).distinct()
+    repeated = (copies.groupBy(document_of(F.col("copy")).alias("document")).count()
+                .where(F.col("count") > 1).select("document"))
+    # Keyed by the row's list of copies (rows with the same list hold the same documents), so the join
+    # back matches each row once.
+    holding = (rows.select("_copies").distinct().withColumn("copy", F.explode("_copies"))
+               .join(repeated, document_of(F.col("copy")) == F.col("document"), "left_semi")
+               .select("_copies").distinct().withColumn("_stays", F.lit(True)))
+    return rows.join(holding, "_copies", "left").withColumn("_stays", F.coalesce(F.col("_stays"), F.lit(False)))
+
+
+def balanced(rows: DataFrame, buckets: int) -> DataFrame:
+    """``rows`` with a ``shard`` column: the bucket, but for the rows ``balance_plan`` moves.
+
+    ``rows`` has ``_copies``, the document copies each row holds (dropped here). pack put the copies of
+    a document in different buckets; a row holding one is moved only when a bucket has too few rows of
+    documents without copies to give, so that copies stay in different shards.
+    """
+    counts = {r["bucket"]: r["count"] for r in rows.groupBy("bucket").count().collect()}
+    strays = sorted(str(b) for b in counts if b is None or not 0 <= b < buckets)
+    if strays:
+        raise ConfigError(f"--input: bucket(s) {', '.join(strays)} are outside 0..{buckets - 1} (mix.buckets); "
+                          f"the input was bucketed with another bucket count")
+    moves = balance_plan(counts, buckets)
+    if not moves:
+        return rows.withColumn("shard", F.col("bucket")).drop("_copies")
+    # A fixed order within each bucket, numbered from 0: the rows that stay first, as balance_plan moves
+    # the rows past a bucket's target; within each group a hash of the whole row.
+    order = Window.partitionBy("bucket").orderBy(F.col("_stays").desc(), F.xxhash64(*rows.columns))
+    moved = [((F.col("bucket") == bucket) & F.col("_index").between(start, stop - 1), target)
+             for bucket, start, stop, target in moves]
+    shard = F.when(*moved[0])
+    for condition, target in moved[1:]:
+        shard = shard.when(condition, target)
+    return (with_stays(rows).withColumn("_index", F.row_number().over(order) - 1)
+            .withColumn("shard", shard.otherwise(F.col("bucket"))).drop("_index", "_stays", "_copies"))
+
+
+def with_placeholders(rows: DataFrame, buckets: int) -> DataFrame:
+    """One placeholder row per shard, so that every shard's task runs and writes a file, empty or not."""
+    spark = rows.sparkSession
+    fields = [F.lit(None).cast(f.dataType).alias(f.name) for f in rows.schema.fields if f.name != "shard"]
+    placeholders = spark.range(buckets).select(*fields, F.col("id").cast("int").alias("shard"),
+                                               F.lit(True).alias("_placeholder"))
+    return rows.withColumn("_placeholder", F.lit(False)).unionByName(placeholders)
+
+
+def scratch_root(configured: str) -> str:
+    """Where a task's FileWriter writes: the setting, else Spark's first local dir for Python workers."""
+    return configured or os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0] or tempfile.gettempdir()
+
+
+class MindRecordStage(Stage):
+    name = "mindrecord"
+    reads = ("mix.buckets", "pack.seq_len")
+    required_columns = ("bucket",)  # from the mix stage
+
+    def s3_options(self) -> dict:
+        return s3_options_from_hadoop(self.spark.sparkContext._jsc.hadoopConfiguration().get)
+
+    @cached_property
+    def earlier_stages(self) -> List[dict]:
+        """The stages of earlier runs this run's manifest lists (``mindrecord.earlier``), each finished;
+        read once, so the fingerprint and the manifest written describe the same shards."""
+        stages = []
+        for uri in self.settings.earlier:
+            if not is_remote(uri):  # the manifest is read from elsewhere: absolute local paths
+                uri = HadoopFS(self.spark).qualify(uri)
+            try:
+                stages.extend(manifest_stages(uri, self.s3_options()))
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"mindrecord.earlier: {uri}: {str(exc).splitlines()[0]}") from None
+        return stages
+
+    def artifact_fingerprint(self) -> str:
+        """The earlier stages' shards are part of this stage's output (its manifest)."""
+        earlier = self.earlier_stages
+        return hashlib.sha256(json.dumps(earlier, sort_keys=True).encode()).hexdigest()[:16] if earlier else ""
+
+    def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
+        mode = self.settings.mode
+        if mode == "auto":
+            mode = "sequences" if "input_ids" in docs.columns else "documents"
+        if mode == "sequences":
+            if "input_ids" not in docs.columns:
+                raise ConfigError("mindrecord.mode: sequences needs packed input (input_ids); run the pack stage "
+                                  "first or set mode: documents")
+            # The window length of the data itself (pack's seq_len unless the input came from elsewhere).
+            first = docs.select(F.size("input_ids").alias("n")).first()
+            seq_len = first["n"] if first else self.cfg.pack.seq_len
+            tokens = F.expr("size(filter(segment_ids, s -> s > 0))").cast("long")
+            copies = (F.transform("segments", lambda s: s["sample_id"]) if "segments" in docs.columns
+                      else F.array().cast("array<string>"))
+            return Transformed(docs.select("bucket", "id", *SEQUENCE_FIELDS, tokens.alias("_tokens"),
+                                           copies.alias("_copies")),
+                               self.shard_facts("sequences", seq_len, sequence_schema(seq_len)))
+        columns = {c: (F.col(c) if c in docs.columns else F.lit(None)) for c in (*DOCUMENT_SCHEMA, "sample_id")}
+        rows = docs.select(F.col("bucket"), *[
+            F.coalesce(columns["id"].cast("string"), F.lit("")).alias("id"),
+            F.coalesce(columns["url"].cast("string"), F.lit("")).alias("url"),
+            F.coalesce(columns["text"].cast("string"), F.lit("")).alias("text"),
+            F.coalesce(columns["domain"].cast("string"), F.lit("")).alias("domain"),
+            F.coalesce(columns["quality_score"].cast("float"), F.lit(MISSING_SCORE)).alias("quality_score"),
+            (F.col("token_estimate") if "token_estimate" in docs.columns else F.lit(None)).cast("long").alias("_tokens"),
+            F.array(F.coalesce(columns["sample_id"].cast("string"), columns["id"].cast("string"), F.lit("")))
+            .alias("_copies"),
+        ])
+        return Transformed(rows, self.shard_facts("documents", None, DOCUMENT_SCHEMA))
+
+    def shard_facts(self, mode: str, seq_len: Optional[int], schema: dict) -> dict:
+        earlier = self.earlier_stages
+        check_compatible(earlier, mode, seq_len)  # before any shard is written
+        return {"schema": schema, "mode": mode, "seq_len": seq_len, "earlier": earlier}
+
+    def write(self, out: Transformed, tmp_dir: str) -> None:
+        buckets = self.cfg.mix.buckets
+        header_size = self.settings.header_size_kb * 1024
+        page_size = self.settings.page_size_kb * 1024
+        scratch = self.settings.scratch_dir
+        schema, schema_name = out.facts["schema"], f"corpusmill_{out.facts['mode']}"
+        s3_options = self.s3_options()
+        check_reachable(tmp_dir, s3_options)
+
+        def write_shards(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            from mindspore.mindrecord import FileWriter
+
+            writers: Dict[int, FileWriter] = {}
+            rows: Dict[int, int] = {}
+            tokens: Dict[int, int] = {}
+            with tempfile.TemporaryDirectory(prefix="corpusmill-mindrecord-", dir=scratch_root(scratch)) as local:
+                for batch in batches:
+                    shards = batch.column("shard").to_numpy(zero_copy_only=False)
+                    real = ~batch.column("_placeholder").to_numpy(zero_copy_only=False)
+                    for shard in np.unique(shards).tolist():
+                        if shard not in writers:
+                            writer = FileWriter(os.path.join(local, shard_name(shard)), shard_num=1, overwrite=True)
+                            writer.set_header_size(header_size)
+                            writer.set_page_size(page_size)
+                            writer.add_schema(schema, schema_name)
+                            writers[shard], rows[shard], tokens[shard] = writer, 0, 0
+                        part = batch.filter(pa.array((shards == shard) & real))
+                        if part.num_rows:
+                            writers[shard].write_raw_data(mindrecord_rows(part, schema))
+                            rows[shard] += part.num_rows
+                            tokens[shard] += int(pc.sum(part.column("_tokens")).as_py() or 0)
+                for shard, writer in writers.items():
+                    writer.commit()
+                    path = os.path.join(local, shard_name(shard))
+                    upload_files([path, f"{path}.db"], tmp_dir, s3_options)
+            if rows:
+                yield pa.RecordBatch.from_pydict({"shard": pa.array(list(rows), pa.int32()),
+                                                  "file": [shard_name(b) for b in rows],
+                                                  "rows": pa.array(list(rows.values()), pa.int64()),
+                                                  "tokens": pa.array(list(tokens.values()), pa.int64()),
+                                                  "_outcome": ["kept"] * len(rows)})
+
+        rows = with_placeholders(balanced(out.rows, buckets), buckets)
+        shards = rows.repartition(buckets, "shard").mapInArrow(write_shards, SHARDS_SCHEMA)
+        shards.coalesce(1).write.mode("overwrite").parquet(f"{tmp_dir}/shards")
+
+    def count_outcomes(self, tmp_dir: str, schema) -> Dict[str, Dict[str, int]]:
+        total = self.spark.read.parquet(f"{tmp_dir}/shards").agg(F.sum("rows")).first()[0]
+        return {"kept": {"-": int(total or 0)}}
+
+    def extra_stats(self, stage_dir: str, facts: dict) -> dict:
+        shards = self.spark.read.parquet(f"{stage_dir}/shards").orderBy("shard").collect()
+        rows = [r["rows"] for r in shards]
+        stats = {"mode": facts["mode"], "seq_len": facts["seq_len"],
+                 # tokens: non-padding tokens (sequences) or mix's token_estimate (documents)
+                 "shards": [{"file": r["file"], "rows": r["rows"], "tokens": r["tokens"]} for r in shards],
+                 "rows_per_shard": {"min": min(rows, default=0), "max": max(rows, default=0)}}
+        if facts["earlier"]:
+            stages = facts["earlier"] + [{"stage": ".", **{k: stats[k] for k in ("mode", "seq_len", "shards")}}]
+            HadoopFS(self.spark).write_json(f"{stage_dir}/{MANIFEST}", {"stages": stages})
+            stats["manifest"] = {"stages": len(stages), "shards": sum(len(e["shards"]) for e in stages),
+                                 "rows": sum(s["rows"] for e in stages for s in e["shards"])}
+        return stats
+
+    def finalize(self, tmp_dir: str, schema) -> None:
+        """Shards are uploaded into place; nothing to rename."""
+
+
+if __name__ == "__main__":
+    import sys
+
+    from jobs.cli import main_for_stage
+
+    sys.exit(main_for_stage("mindrecord"))

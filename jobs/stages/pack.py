@@ -1,0 +1,192 @@
+"""pack: the samples of ``mix`` → fixed-length token sequences (``udfs.pack.packing``).
+
+Each document copy (a row of ``mix``) goes to bucket (= MindRecord shard) ``(hash(id) + epoch) mod
+mix.buckets``: the copies of a document land in different shards as long as there are at least as
+many shards as copies. Each bucket is packed by one best-fit packer in one Spark task, its rows
+shuffled by a hash of ``sample_id`` (deterministic), so neighbours in a window are unrelated
+documents, and the packer never puts two pieces of one document (copies included) in one sequence.
+The packer's bounded buffer is all the memory a task needs; each bucket ends with at most one
+partly filled sequence.
+
+Output rows are sequences, not documents, so this stage does not pass the document columns through:
+``id`` (a hash of the pieces it holds), ``bucket``, ``input_ids``, ``segment_ids``, ``loss_mask``
+(int32 arrays of ``seq_len``), ``n_tokens`` (non-padding) and ``segments`` (per piece: sample id,
+domain, piece number, tokens, whether it ends its document, and what the document lost to truncation
+and hard cuts) — the audit trail from every token back to its document. ``kept/`` holds only these
+columns (the bookkeeping columns of the write are dropped from it).
+
+Counts reconcile per document: each sequence counts the documents whose last piece (with EOS) it
+holds, so ``records_in = documents packed + rejected (empty text) + errors``.
+"""
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import Iterator, List, Tuple
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from jobs.fs import HadoopFS
+from jobs.stages.mix import copy_bucket
+from jobs.stage import BOOKKEEPING_COLUMNS, Stage, Transformed
+from udfs.pack.packing import PackedSequence, SequencePacker
+from udfs.pack.tokenizer import cached_tokenizer
+
+SEGMENT = pa.struct([("sample_id", pa.string()), ("domain", pa.string()), ("piece", pa.int32()),
+                     ("tokens", pa.int32()), ("last", pa.bool_()), ("truncated", pa.int32()),
+                     ("hard_cuts", pa.int32())])
+PACK_SCHEMA = pa.schema([
+    ("id", pa.string()), ("bucket", pa.int32()),
+    ("input_ids", pa.list_(pa.int32())), ("segment_ids", pa.list_(pa.int32())), ("loss_mask", pa.list_(pa.int32())),
+    ("n_tokens", pa.int32()), ("segments", pa.list_(SEGMENT)),
+    ("_count", pa.int64()), ("_outcome", pa.string()), ("reject_rule", pa.string()),
+    ("reject_value", pa.string()), ("error", pa.string()),
+])
+EMPTY = "empty_text"
+# Sequences per Arrow batch handed back to the JVM (a batch holds 3 × rows × seq_len int32).
+OUT_ROWS = 256
+
+
+def _int_lists(arrays: List[np.ndarray]) -> pa.Array:
+    flat = np.concatenate(arrays) if arrays else np.zeros(0, np.int32)
+    offsets = np.arange(len(arrays) + 1, dtype=np.int32) * (len(arrays[0]) if arrays else 0)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.int32()))
+
+
+def sequences_batch(packed: List[Tuple[int, PackedSequence]]) -> pa.RecordBatch:
+    sequences = [s for _, s in packed]
+    n = len(sequences)
+    ids = [s.sequence_id for s in sequences]
+    segments = [[{"sample_id": p.sample_id, "domain": p.domain, "piece": p.index, "tokens": len(p.tokens),
+                  "last": p.last, "truncated": p.truncated, "hard_cuts": p.hard_cuts} for p in s.pieces]
+                for s in sequences]
+    return pa.RecordBatch.from_arrays([
+        pa.array(ids, pa.string()), pa.array([bucket for bucket, _ in packed], pa.int32()),
+        _int_lists([s.input_ids for s in sequences]), _int_lists([s.segment_ids for s in sequences]),
+        _int_lists([s.loss_mask for s in sequences]),
+        pa.array([s.n_tokens for s in sequences], pa.int32()), pa.array(segments, pa.list_(SEGMENT)),
+        pa.array([sum(p.last for p in s.pieces) for s in sequences], pa.int64()),
+        pa.array(["kept"] * n), pa.nulls(n, pa.string()), pa.nulls(n, pa.string()), pa.nulls(n, pa.string()),
+    ], schema=PACK_SCHEMA)
+
+
+def dropped_row(sample_id: str, bucket: int, outcome: str, reason: str) -> dict:
+    return {"id": sample_id, "bucket": bucket, "_count": 1, "_outcome": outcome,
+            **({"reject_rule": reason} if outcome == "rejected" else {"error": reason})}
+
+
+class PackStage(Stage):
+    name = "pack"
+    reads = ("mix.buckets",)
+    required_columns = ("text",)
+    partition_columns = ("bucket",)
+
+    def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
+        cfg, buckets = self.settings, self.cfg.mix.buckets
+        sample_id = F.col("sample_id") if "sample_id" in docs.columns else F.col("id")
+        domain = F.col("domain") if "domain" in docs.columns else F.lit("")
+        epoch = F.coalesce(F.col("epoch"), F.lit(0)) if "epoch" in docs.columns else F.lit(0)
+        rows = docs.select(F.col("id").alias("doc_id"), sample_id.alias("sample_id"),
+                           F.coalesce(domain, F.lit("")).alias("domain"), epoch.cast("int").alias("epoch"),
+                           F.col("text"))
+        # One task per bucket; within it the rows in an order fixed by a hash of the sample id.
+        rows = (rows.withColumn("bucket", copy_bucket(F.col("doc_id"), F.col("epoch"), buckets))
+                .repartition(buckets, "bucket").sortWithinPartitions("bucket", F.xxhash64("sample_id")))
+
+        def pack_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            packer, bucket = None, None
+            done: List[Tuple[int, PackedSequence]] = []
+            for batch in batches:
+                data = batch.to_pydict()
+                texts = data["text"]
+                dropped = [dropped_row(data["sample_id"][i], data["bucket"][i], "rejected", EMPTY)
+                           for i, text in enumerate(texts) if not text]
+                live = [i for i, text in enumerate(texts) if text]
+                tokenizer = cached_tokenizer(cfg.tokenizer)
+                for i, ids in zip(live, tokenizer.encode_batch([texts[i] for i in live])):
+                    if data["bucket"][i] != bucket:  # a task may hold several buckets, one after another
+                        done += [(bucket, s) for s in packer.finish()] if packer else []
+                        packer, bucket = SequencePacker(cfg, tokenizer), data["bucket"][i]
+                    try:
+                        done += [(bucket, s) for s in packer.add_document(
+                            ids, texts[i], data["sample_id"][i], data["domain"][i], data["doc_id"][i])]
+                    except Exception as exc:  # one bad document must not fail the task
+                        dropped.append(dropped_row(data["sample_id"][i], bucket, "error",
+                                                   f"{type(exc).__name__}: {exc}"))
+                if dropped:
+                    yield pa.RecordBatch.from_pylist(dropped, schema=PACK_SCHEMA)
+                while len(done) >= OUT_ROWS:
+                    yield sequences_batch(done[:OUT_ROWS])
+                    done = done[OUT_ROWS:]
+            done += [(bucket, s) for s in packer.finish()] if packer else []
+            for start in range(0, len(done), OUT_ROWS):
+                yield sequences_batch(done[start:start + OUT_ROWS])
+
+        return Transformed(rows.mapInArrow(pack_partition, from_arrow_schema(PACK_SCHEMA)))
+
+    def finalize(self, tmp_dir: str, schema) -> None:
+        """The run layout, then ``kept/`` rewritten without the write's bookkeeping columns (all null
+        or, for ``_count``, the documents a sequence ends, which ``segments`` says too): the training
+        data holds only what a trainer or a person reads."""
+        fs = HadoopFS(self.spark)
+        # An empty kept/ is one file without partitions (written so by the runner); it stays unpartitioned.
+        partitions = self.partition_columns if fs.exists(f"{tmp_dir}/_outcome=kept") else ()
+        super().finalize(tmp_dir, schema)
+        kept = self.spark.read.parquet(f"{tmp_dir}/kept")
+        clean = f"{tmp_dir}/kept.clean"
+        (kept.drop(*[c for c in BOOKKEEPING_COLUMNS if c in kept.columns]).write.partitionBy(*partitions)
+            .option("compression", self.cfg.io.parquet_compression).parquet(clean))
+        fs.delete(f"{tmp_dir}/kept")
+        fs.rename(clean, f"{tmp_dir}/kept")
+
+    def extra_stats(self, stage_dir: str, facts: dict) -> dict:
+        seq_len = self.settings.seq_len
+        kept = self.spark.read.parquet(f"{stage_dir}/kept")
+        totals = kept.agg(F.count("*").alias("sequences"), F.sum("n_tokens").alias("tokens")).first()
+        pieces = kept.select(F.explode("segments").alias("s")).select("s.*")
+        last = F.col("last")
+        docs = pieces.agg(
+            F.count("*").alias("pieces"),
+            F.sum(last.cast("long")).alias("docs"),
+            F.sum((last & (F.col("piece") > 0)).cast("long")).alias("split"),
+            F.sum((last & (F.col("truncated") > 0)).cast("long")).alias("truncated_docs"),
+            F.sum("truncated").alias("truncated_tokens"),
+            F.sum((last & (F.col("hard_cuts") > 0)).cast("long")).alias("hard_cut_docs"),
+            F.sum("hard_cuts").alias("hard_cuts"),
+        ).first()
+        by_domain = pieces.groupBy("domain").agg(
+            (F.sum("tokens") - F.sum(last.cast("long"))).alias("tokens")).collect()  # without EOS
+        sequences, tokens = int(totals["sequences"]), int(totals["tokens"] or 0)
+        n_docs = int(docs["docs"] or 0)
+        domain_tokens = {r["domain"]: int(r["tokens"]) for r in by_domain}
+        text_tokens = sum(domain_tokens.values()) or 1
+        return {
+            "seq_len": seq_len,
+            "tokenizer": self.settings.tokenizer.path or self.settings.tokenizer.name,
+            "sequences": sequences,
+            "tokens": tokens,
+            "padding_tokens": sequences * seq_len - tokens,
+            "packing_efficiency": round(tokens / (sequences * seq_len), 6) if sequences else None,
+            "documents": n_docs,
+            "pieces": int(docs["pieces"] or 0),
+            "eos_tokens": n_docs,
+            "input_tokens": tokens - n_docs + int(docs["truncated_tokens"] or 0),
+            "split_fraction": round(int(docs["split"] or 0) / n_docs, 6) if n_docs else 0.0,
+            "truncated_fraction": round(int(docs["truncated_docs"] or 0) / n_docs, 6) if n_docs else 0.0,
+            "truncated_tokens": int(docs["truncated_tokens"] or 0),
+            "hard_cut_fraction": round(int(docs["hard_cut_docs"] or 0) / n_docs, 6) if n_docs else 0.0,
+            "hard_cuts": int(docs["hard_cuts"] or 0),
+            "domain_tokens": domain_tokens,
+            "mixture_exact": {d: round(t / text_tokens, 6) for d, t in sorted(domain_tokens.items())},
+        }
+
+
+if __name__ == "__main__":
+    import sys
+
+    from jobs.cli import main_for_stage
+
+    sys.exit(main_for_stage("pack"))

@@ -1,0 +1,144 @@
+"""score: a quality score per document from the scoring service, then a separate threshold.
+
+    spark-submit jobs/stages/score.py --input out/demo/dedup/kept --run demo
+
+A pandas UDF hashes each Arrow batch of texts on the executor and sends the encoded batch to the
+scoring service (``scoring_service/client.py``: keep-alive connections, timeouts, retries moving to
+the next replica when ``service_url`` lists several, backoff), and stores ``quality_score`` on every
+row. With ``mode: local`` each Python worker loads the model once and scores in process instead.
+The threshold is applied afterwards: ``score >= threshold`` is kept, the rest rejected with
+``reject_rule = "quality_score"`` and the score as ``reject_value``. Both outcomes keep the score,
+so a new threshold needs no new scores: run the stage again on its own output (``--input
+<run>/score``, which reads kept/, rejected/ and errors/) with the new ``threshold``; only rows
+without a score are sent, and when every row has one no service is started at all.
+Under ``on_failure: null`` rows the service could not score land in errors/ with
+``error = "score_unavailable"``; such a re-run scores just them.
+
+With no ``service_url`` the stage starts the service itself (the shipped model on a free loopback
+port) for the duration of its write; the runner stops it afterwards, also when the stage fails.
+"""
+from __future__ import annotations
+
+import hashlib
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Iterator, Optional, Tuple
+
+import pandas as pd
+from pyspark import TaskContext
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.functions import pandas_udf
+
+from jobs.fs import HadoopFS
+from jobs.stage import BOOKKEEPING_COLUMNS, MARKER, OUTCOMES, Stage, Transformed
+from scoring_service.client import LocalService
+from scoring_service.artifacts import read_info
+from udfs.common.config import ConfigError
+from udfs.score.scoring import score_texts, worker_client, worker_scorer
+
+SCORE = "quality_score"
+REJECT_RULE = "quality_score"
+SCORE_UNAVAILABLE = "score_unavailable"
+
+
+class ScoreStage(Stage):
+    name = "score"
+    chunked = True
+    required_columns = ("text",)
+    _local_url: Optional[str] = None  # the loopback service this stage started, while it runs
+
+    def artifact_fingerprint(self) -> str:
+        """The model the stage starts its own service with (or loads, in local mode): retraining it
+        re-runs the stage."""
+        if self.settings.mode == "service" and self.settings.service_urls:
+            return ""
+        model_dir = Path(self.settings.model_dir)
+        digest = hashlib.sha256()
+        for name in ("model.json", "model.mindir"):
+            digest.update((model_dir / name).read_bytes())
+        return digest.hexdigest()[:16]
+
+    def service_url(self, resources: ExitStack) -> Tuple[str, ...]:
+        """The configured service's replicas, or one service started on loopback with the
+        configured/shipped model and stopped when ``resources`` closes."""
+        settings = self.settings
+        if settings.service_urls:
+            return settings.service_urls
+        master = self.spark.sparkContext.master
+        if not master.startswith("local"):
+            raise ConfigError(f"score.service_url: required when executors run on other machines "
+                              f"(master {master}); a loopback service on the driver is not reachable there")
+        if self._local_url is None:  # one service for all chunks of a chunked run
+            self._local_url = resources.enter_context(LocalService(settings.model_dir, settings.device,
+                                                                   settings.startup_timeout_s))
+            resources.callback(setattr, self, "_local_url", None)
+        return (self._local_url,)
+
+    def load(self, path) -> DataFrame:
+        """A Parquet dataset (or a chunk of its files); a finished score stage folder is read whole
+        (kept, rejected, errors)."""
+        fs = HadoopFS(self.spark)
+        if isinstance(path, str) and fs.exists(f"{path}/{MARKER}"):
+            parts = [f"{path}/{folder}" for folder in OUTCOMES.values() if fs.exists(f"{path}/{folder}")]
+            frames = [self.spark.read.parquet(p) for p in parts]
+            docs = frames[0]
+            for frame in frames[1:]:
+                docs = docs.unionByName(frame, allowMissingColumns=True)
+            return docs.drop(*[c for c in BOOKKEEPING_COLUMNS if c in docs.columns])
+        return super().load(path)
+
+    def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
+        settings = self.settings
+        reuse = settings.reuse_scores and SCORE in docs.columns
+        # Re-thresholding a scored dataset needs neither the model nor the service.
+        to_score = not reuse or docs.where(F.col(SCORE).isNull()).limit(1).count() > 0
+        threshold, model = settings.threshold, {}
+        local = settings.mode == "local"
+        if local:  # the model card on disk says what a service would
+            info = read_info(settings.model_dir)
+            model = {"name": info.name, "version": info.version, "threshold": info.threshold}
+        elif to_score or threshold is None:
+            urls = self.service_url(resources)
+            if threshold is None:
+                model = settings.client(urls).model_info()
+        if threshold is None:
+            threshold = float(model["threshold"])
+        if not to_score:
+            scored = docs.withColumn(SCORE, F.col(SCORE).cast("float"))
+        else:
+            @pandas_udf("float")
+            def quality_score(batches: Iterator[Tuple[pd.Series, pd.Series]]) -> Iterator[pd.Series]:
+                scorer = (worker_scorer(settings) if local
+                          else worker_client(urls, settings, TaskContext.get().partitionId()))
+                for texts, previous in batches:
+                    yield score_texts(texts, previous if reuse else None, scorer, settings.on_failure)
+
+            previous = F.col(SCORE).cast("float") if reuse else F.lit(None).cast("float")
+            scored = docs.withColumn(SCORE, quality_score(F.col("text"), previous))
+        value = F.col(SCORE)
+        rows = (scored
+                .withColumn("_outcome", F.when(value.isNull(), "error")
+                            .when(value >= F.lit(threshold), "kept").otherwise("rejected"))
+                .withColumn("reject_rule", F.when(F.col("_outcome") == "rejected", F.lit(REJECT_RULE)))
+                .withColumn("reject_value", F.when(F.col("_outcome") == "rejected", value.cast("double")))
+                .withColumn("error", F.when(F.col("_outcome") == "error", F.lit(SCORE_UNAVAILABLE))))
+        return Transformed(rows, {"threshold": threshold, "model": {k: model.get(k) for k in ("name", "version")}})
+
+    def extra_stats(self, stage_dir: str, facts: dict) -> dict:
+        fs = HadoopFS(self.spark)
+        parts = [f"{stage_dir}/{o}" for o in ("kept", "rejected") if fs.exists(f"{stage_dir}/{o}")]
+        histogram = {}
+        if parts:
+            rows = (self.spark.read.parquet(*parts)
+                    .groupBy(F.least(F.floor(F.col(SCORE) * 10), F.lit(9)).alias("bin")).count().collect())
+            histogram = {f"{r['bin'] / 10:.1f}-{(r['bin'] + 1) / 10:.1f}": r["count"] for r in sorted(rows)}
+        return {**facts, "score_histogram": histogram}
+
+
+if __name__ == "__main__":
+    import sys
+
+    from jobs.cli import main_for_stage
+
+    sys.exit(main_for_stage("score"))

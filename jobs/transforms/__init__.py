@@ -1,0 +1,1 @@
+"""DataFrame → DataFrame functions several stages, the report or a notebook apply."""

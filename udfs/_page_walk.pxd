@@ -1,3 +1,0 @@
-# The unit class, declared here so that the block pass (udfs/_blocks.pyx) reads its fields directly.
-cdef class Unit:
-    cdef public object kind, text, chars, link_chars, words, furniture

@@ -1,0 +1,1 @@
+"""dedup: text normalisation, shingles, MinHash signatures and LSH bands (``minhash``)."""

@@ -1,0 +1,294 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The hot path of ``udfs/filter/ngram_lm.py`` in compiled code, with the same results.
+
+* ``Tokenizer``: the scan of ``udfs.filter.ngram_lm.tokenize_reference``'s regular expression over
+  normalised, lowercased text, one code point at a time. Its character classes are those of Python's
+  ``re`` for str patterns (``\\w``: ``Py_UNICODE_ISALNUM`` or ``_``; ``\\d``: ``Py_UNICODE_ISDECIMAL``;
+  ``\\s``: ``Py_UNICODE_ISSPACE``), so the two cannot disagree on a character.
+* ``NgramTables``: ``NgramModel``'s n-gram hashes in open-addressing hash tables, scored one token at a
+  time with the numpy reader's rule (the longest n-gram present gives the probability, plus the backoff
+  of each longer context missed), adding in the same order, so the values are the same to the bit.
+"""
+from cpython.dict cimport PyDict_GetItem
+from cpython.ref cimport PyObject
+from libc.stdint cimport uint64_t
+from libc.stdlib cimport calloc, free, malloc
+
+import numpy as np
+
+cdef extern from "Python.h":
+    bint Py_UNICODE_ISDECIMAL(Py_UCS4 ch)
+    bint Py_UNICODE_ISDIGIT(Py_UCS4 ch)
+    bint Py_UNICODE_ISALNUM(Py_UCS4 ch)
+    bint Py_UNICODE_ISSPACE(Py_UCS4 ch)
+
+# What the scan does at a character (the alternatives of tokenize_reference's regex, in its order).
+cdef enum:
+    SKIP = 0      # \s, and "_" (a word character no alternative takes)
+    CJK = 1       # [CJK]: a token of its own
+    LETTER = 2    # [^\W\d_CJK]+: a run
+    DIGIT = 3     # \d+: a run
+    MARK = 4      # [^\w\s]: a token of its own
+
+cdef unsigned char ASCII_CLASS[128]
+
+
+cdef inline int unicode_class(Py_UCS4 c) noexcept:
+    """The class of a code point outside the CJK ranges, as Python's re sees it."""
+    if Py_UNICODE_ISDECIMAL(c):
+        return DIGIT
+    if c == u"_":
+        return SKIP
+    if Py_UNICODE_ISALNUM(c):
+        return LETTER
+    if Py_UNICODE_ISSPACE(c):
+        return SKIP
+    return MARK
+
+
+for _c in range(128):
+    ASCII_CLASS[_c] = unicode_class(<Py_UCS4>_c)
+
+
+cdef class Tokenizer:
+    """Tokens of normalised, lowercased text. ``cjk_ranges``: (first, last) code points of the
+    scripts whose every character is a token."""
+    cdef Py_UCS4* cjk_first
+    cdef Py_UCS4* cjk_last
+    cdef Py_ssize_t cjk_count
+    cdef str zero
+
+    def __cinit__(self, cjk_ranges):
+        ranges = list(cjk_ranges)
+        self.cjk_count = len(ranges)
+        self.cjk_first = <Py_UCS4*>malloc(max(1, self.cjk_count) * sizeof(Py_UCS4))
+        self.cjk_last = <Py_UCS4*>malloc(max(1, self.cjk_count) * sizeof(Py_UCS4))
+        if self.cjk_first == NULL or self.cjk_last == NULL:
+            raise MemoryError()
+        for i, (first, last) in enumerate(ranges):
+            self.cjk_first[i] = first
+            self.cjk_last[i] = last
+        self.zero = "0"
+
+    def __dealloc__(self):
+        free(self.cjk_first)
+        free(self.cjk_last)
+
+    cdef inline int char_class(self, Py_UCS4 c) noexcept:
+        cdef Py_ssize_t i
+        if c < 128:
+            return ASCII_CLASS[c]
+        for i in range(self.cjk_count):
+            if self.cjk_first[i] <= c <= self.cjk_last[i]:
+                return CJK
+        return unicode_class(c)
+
+    cdef list scan(self, str text, bint by_line):
+        """Tokens of ``text``; with ``by_line``, a list per line ("\\n") that has any."""
+        cdef Py_ssize_t n = len(text), i = 0, start
+        cdef Py_UCS4 c
+        cdef int kind
+        cdef list lines = [], tokens = []
+        while i < n:
+            c = text[i]
+            if c == u"\n" and by_line:
+                if tokens:
+                    lines.append(tokens)
+                    tokens = []
+                i += 1
+                continue
+            kind = self.char_class(c)
+            start = i
+            i += 1
+            if kind == SKIP:
+                continue
+            if kind == LETTER or kind == DIGIT:
+                while i < n and self.char_class(text[i]) == kind:
+                    i += 1
+            tokens.append(self.zero if Py_UNICODE_ISDIGIT(c) else text[start:i])
+        if not by_line:
+            return tokens
+        if tokens:
+            lines.append(tokens)
+        return lines
+
+    def tokens(self, str text):
+        """The tokens of ``text`` (one paragraph)."""
+        return self.scan(text, False)
+
+    def line_tokens(self, str text):
+        """The tokens of each line of ``text`` that has any."""
+        return self.scan(text, True)
+
+
+def word_mask(list token_lists):
+    """For each token of the lists, then each list's end: whether it is a word (its first character
+    alphanumeric) or the end; False for punctuation marks."""
+    cdef Py_ssize_t total = 0, k = 0
+    cdef list tokens
+    cdef str token
+    for tokens in token_lists:
+        total += len(tokens) + 1
+    mask = np.empty(total, dtype=np.bool_)
+    cdef unsigned char[::1] out = mask.view(np.uint8)
+    for tokens in token_lists:
+        for token in tokens:
+            out[k] = Py_UNICODE_ISALNUM(token[0])
+            k += 1
+        out[k] = 1
+        k += 1
+    return mask
+
+
+cdef uint64_t SLOT_MULTIPLIER = 0x9E3779B97F4A7C15ULL  # Fibonacci hashing of a key to its slot
+
+
+cdef class NgramTables:
+    """Per order, the model's n-gram hashes (as ``udfs.filter.ngram_lm.hash_ngrams`` makes them) in an
+    open-addressing hash table at most half full, with each slot's log10 probability and backoff in
+    arrays beside it (read only on a hit, so a miss touches one array). Unigram keys are word id + 1,
+    so they take the slot of their own value: a lookup without a collision."""
+    cdef int order
+    cdef uint64_t** keys  # per order; 0 marks an empty slot (no model n-gram hashes to 0: checked)
+    cdef double** logp
+    cdef double** bow
+    cdef uint64_t* masks
+    cdef int* shifts
+    cdef uint64_t* powers
+    cdef dict vocab
+    cdef Py_ssize_t unk, bos, eos
+
+    def __cinit__(self, keys, logp, bow, powers, dict vocab, Py_ssize_t unk, Py_ssize_t bos, Py_ssize_t eos):
+        cdef int n, bits
+        cdef Py_ssize_t i, count, size
+        cdef uint64_t key, slot
+        cdef const uint64_t[::1] k
+        cdef const double[::1] p, b
+        self.order = len(keys)
+        self.vocab = vocab
+        self.unk, self.bos, self.eos = unk, bos, eos
+        self.keys = <uint64_t**>calloc(self.order, sizeof(uint64_t*))
+        self.logp = <double**>calloc(self.order, sizeof(double*))
+        self.bow = <double**>calloc(self.order, sizeof(double*))
+        self.masks = <uint64_t*>malloc(self.order * sizeof(uint64_t))
+        self.shifts = <int*>malloc(self.order * sizeof(int))
+        self.powers = <uint64_t*>malloc(self.order * sizeof(uint64_t))
+        if (self.keys == NULL or self.logp == NULL or self.bow == NULL or self.masks == NULL
+                or self.shifts == NULL or self.powers == NULL):
+            raise MemoryError()
+        for n in range(self.order):
+            k, p, b = keys[n], logp[n], bow[n]
+            self.powers[n] = powers[n]
+            count = k.shape[0]
+            bits = 1
+            while (<Py_ssize_t>1 << bits) < 2 * count + 1:
+                bits += 1
+            size = <Py_ssize_t>1 << bits
+            self.masks[n] = size - 1
+            self.shifts[n] = 64 - bits
+            self.keys[n] = <uint64_t*>calloc(size, sizeof(uint64_t))
+            self.logp[n] = <double*>calloc(size, sizeof(double))
+            self.bow[n] = <double*>calloc(size, sizeof(double))
+            if self.keys[n] == NULL or self.logp[n] == NULL or self.bow[n] == NULL:
+                raise MemoryError()
+            for i in range(count):
+                key = k[i]
+                if key == 0:
+                    raise ValueError(f"an {n + 1}-gram hashes to 0; cannot index this model")
+                slot = self.slot(n, key)
+                while self.keys[n][slot] != 0:
+                    slot = (slot + 1) & self.masks[n]
+                self.keys[n][slot] = key
+                self.logp[n][slot] = p[i]
+                self.bow[n][slot] = b[i]
+
+    def __dealloc__(self):
+        cdef int n
+        for n in range(self.order):  # free(NULL) is a no-op: tables not yet made are NULL (calloc)
+            if self.keys != NULL:
+                free(self.keys[n])
+            if self.logp != NULL:
+                free(self.logp[n])
+            if self.bow != NULL:
+                free(self.bow[n])
+        free(self.keys)
+        free(self.logp)
+        free(self.bow)
+        free(self.masks)
+        free(self.shifts)
+        free(self.powers)
+
+    cdef inline uint64_t slot(self, int n, uint64_t key) noexcept:
+        return key & self.masks[0] if n == 0 else (key * SLOT_MULTIPLIER) >> self.shifts[n]
+
+    cdef inline Py_ssize_t find(self, int n, uint64_t key) noexcept:
+        """Order ``n + 1``'s slot for ``key``, or -1."""
+        cdef uint64_t* table = self.keys[n]
+        cdef uint64_t slot = self.slot(n, key)
+        if key == 0:
+            return -1
+        while table[slot] != key:
+            if table[slot] == 0:
+                return -1
+            slot = (slot + 1) & self.masks[n]
+        return slot
+
+    def token_scores(self, list token_lists):
+        """log10 probability of every token and each ``</s>`` of the token lists read as sentences
+        (``<s>`` … ``</s>``), concatenated: ``NgramModel.token_scores``."""
+        cdef Py_ssize_t total = 0, longest_list = 0, length, j, k = 0, t, slot
+        cdef list tokens
+        cdef PyObject* found
+        for tokens in token_lists:
+            total += len(tokens) + 1
+            longest_list = max(longest_list, len(tokens))
+        out = np.empty(total)
+        cdef double[::1] scores = out
+        cdef Py_ssize_t* ids = <Py_ssize_t*>malloc((longest_list + 2) * sizeof(Py_ssize_t))
+        # Slots (-1: absent) of the n-grams ending at the current and at the previous position, per order.
+        cdef Py_ssize_t* current = <Py_ssize_t*>malloc(self.order * sizeof(Py_ssize_t))
+        cdef Py_ssize_t* previous = <Py_ssize_t*>malloc(self.order * sizeof(Py_ssize_t))
+        cdef Py_ssize_t* swap
+        cdef int n, orders, longest
+        cdef uint64_t key
+        cdef double logprob
+        if ids == NULL or current == NULL or previous == NULL:
+            free(ids)
+            free(current)
+            free(previous)
+            raise MemoryError()
+        try:
+            for tokens in token_lists:
+                length = len(tokens) + 2
+                ids[0] = self.bos
+                for t in range(length - 2):
+                    found = PyDict_GetItem(self.vocab, tokens[t])
+                    ids[t + 1] = self.unk if found == NULL else <Py_ssize_t><object>found
+                ids[length - 1] = self.eos
+                for j in range(length):
+                    orders = min(self.order, j + 1)
+                    key = 0
+                    logprob = 0.0
+                    longest = 0
+                    for n in range(orders):  # the longest n-gram present gives the probability
+                        key += <uint64_t>(ids[j - n] + 1) * self.powers[n]
+                        slot = self.find(n, key)
+                        current[n] = slot
+                        if slot >= 0:
+                            logprob = self.logp[n][slot]
+                            longest = n + 1
+                    if j > 0:  # <s> is given, not predicted
+                        for n in range(min(self.order - 1, j)):  # backoffs of the longer contexts missed
+                            slot = previous[n]
+                            if slot >= 0 and longest <= n + 1:
+                                logprob += self.bow[n][slot]
+                        scores[k] = logprob
+                        k += 1
+                    swap = previous
+                    previous = current
+                    current = swap
+        finally:
+            free(ids)
+            free(current)
+            free(previous)
+        return out

@@ -1,0 +1,1 @@
+"""mindrecord: MindRecord schemas and Arrow → MindRecord rows (``records``)."""

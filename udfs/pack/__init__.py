@@ -1,0 +1,1 @@
+"""pack: tokenizers (``tokenizer``), splitting and best-fit packing (``packing``)."""

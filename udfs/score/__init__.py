@@ -1,0 +1,1 @@
+"""score: the scoring service's client inside a pandas UDF (``scoring``)."""

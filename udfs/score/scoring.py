@@ -1,0 +1,150 @@
+"""score: settings, and the per-batch call run inside the pandas UDF (no Spark here): the service's
+client, or in local mode the model itself, loaded once per Python worker."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from udfs.common.config import ConfigError, require_file
+from scoring_service.artifacts import DEFAULT_MODEL_DIR
+from scoring_service.client import ScoringClient, ScoringUnavailable
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from scoring_service.backend import TextScorer
+
+ON_FAILURE = ("fail", "null")
+MODES = ("service", "local")
+DEVICES = ("CPU", "GPU", "Ascend")
+
+
+@dataclass(frozen=True)
+class ScoreConfig:
+    # "service": score through the HTTP scoring service; "local": every Spark Python worker loads
+    # the model once and scores in process (clusters without a separate inference host).
+    mode: str = "service"
+    # URL of a running scoring service, or a list of replicas' URLs (each task starts on one by its
+    # partition id, and moves to the next when one fails); empty: the stage starts one on
+    # loopback (local Spark only).
+    service_url: Any = None
+    # Hash texts on the executors and send the service encoded batches (false: send the texts).
+    encode: bool = True
+    # Model directory of the service the stage starts itself, and of local mode; empty: the
+    # shipped default model.
+    model: Optional[str] = None
+    device: str = "CPU"
+    # Documents scoring at or above it are kept. Empty: the model's own F1-optimal threshold.
+    threshold: Optional[float] = None
+    batch_size: int = 256  # texts per request
+    timeout_s: float = 60.0
+    retries: int = 4
+    backoff_s: float = 0.5
+    backoff_max_s: float = 10.0
+    # After the retries: "fail" stops the stage with the service's error; "null" writes the rows
+    # with a null score to errors/ (error = "score_unavailable") and goes on.
+    on_failure: str = "fail"
+    # Name of the environment variable holding the bearer token of a non-loopback service.
+    token_env: str = "CORPUSMILL_SCORE_TOKEN"
+    # Rows that already carry a quality_score (a previous run's output) are not sent again, so a
+    # new threshold needs no re-scoring.
+    reuse_scores: bool = True
+    startup_timeout_s: float = 180.0
+
+    def __post_init__(self):
+        if isinstance(self.service_url, list):  # hashable, like the rest of the settings
+            object.__setattr__(self, "service_url", tuple(self.service_url))
+
+    @property
+    def service_urls(self) -> Tuple[str, ...]:
+        url = self.service_url
+        return () if not url else (url,) if isinstance(url, str) else tuple(url)
+
+    def validate(self, prefix: str) -> None:
+        def key(name):
+            return f"{prefix}.{name}" if prefix else name
+
+        if self.mode not in MODES:
+            raise ConfigError(f"{key('mode')}: must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.device not in DEVICES:
+            raise ConfigError(f"{key('device')}: must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        urls = self.service_url
+        if urls is not None and not isinstance(urls, str) and not (
+                isinstance(urls, tuple) and urls and all(isinstance(u, str) for u in urls)):
+            raise ConfigError(f"{key('service_url')}: must be a URL or a non-empty list of URLs, got {urls!r}")
+        for url in self.service_urls:
+            if not url.startswith("http://"):
+                raise ConfigError(f"{key('service_url')}: must be http://host:port, got {url!r}")
+
+        if self.on_failure not in ON_FAILURE:
+            raise ConfigError(f"{key('on_failure')}: must be one of {', '.join(ON_FAILURE)}, got {self.on_failure!r}")
+        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
+            raise ConfigError(f"{key('threshold')}: must be within [0, 1], got {self.threshold}")
+        for name in ("batch_size", "timeout_s", "startup_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{key(name)}: must be positive, got {getattr(self, name)}")
+        if self.retries < 0 or self.backoff_s < 0 or self.backoff_max_s < 0:
+            raise ConfigError(f"{key('retries')}: retries and backoff must not be negative")
+        require_file(self.model, key("model"))
+
+    def client(self, urls: Sequence[str]) -> ScoringClient:
+        return ScoringClient(urls, timeout_s=self.timeout_s, retries=self.retries, backoff_s=self.backoff_s,
+                             backoff_max_s=self.backoff_max_s, token=os.environ.get(self.token_env) or None,
+                             batch_size=self.batch_size, encode=self.encode)
+
+    @property
+    def model_dir(self) -> str:
+        return self.model or DEFAULT_MODEL_DIR
+
+
+# One client (keep-alive connections) per Python worker and service; one model per Python worker.
+_CLIENTS: Dict[Tuple[Tuple[str, ...], ScoreConfig], ScoringClient] = {}
+_SCORERS: Dict[Tuple[str, str], "TextScorer"] = {}
+
+
+def worker_client(urls: Sequence[str], settings: ScoreConfig, partition: int) -> ScoringClient:
+    """The worker's client, sending this partition's requests to replica ``partition mod len(urls)``."""
+    key = (tuple(urls), settings)
+    if key not in _CLIENTS:
+        _CLIENTS[key] = settings.client(urls)
+    client = _CLIENTS[key]
+    client.prefer(partition)
+    return client
+
+
+def worker_scorer(settings: ScoreConfig) -> "TextScorer":
+    """The model, loaded once per Python worker (``mode: local``)."""
+    from scoring_service.backend import TextScorer  # MindSpore only where the model runs
+
+    key = (settings.model_dir, settings.device)
+    if key not in _SCORERS:
+        _SCORERS[key] = TextScorer.load(settings.model_dir, device=settings.device)
+    return _SCORERS[key]
+
+
+def score_texts(texts: pd.Series, previous: Optional[pd.Series], client: Union[ScoringClient, "TextScorer"],
+                on_failure: str) -> pd.Series:
+    """Scores for one Arrow batch: rows with a previous score keep it, the rest go to the service
+    (or, in local mode, to the model in this process).
+
+    Under ``on_failure="null"`` a batch the service cannot score gets null scores; under ``"fail"``
+    the ``ScoringUnavailable`` error propagates and fails the Spark task (and the stage).
+    """
+    import pandas as pd  # here, not at the top: the driver reads this module's config before starting the JVM
+
+    scores = np.full(len(texts), np.nan, dtype=np.float32)
+    todo = np.ones(len(texts), dtype=bool)
+    if previous is not None:
+        known = previous.notna().to_numpy()
+        scores[known] = previous[known].to_numpy(dtype=np.float32)
+        todo = ~known
+    if todo.any():
+        try:
+            scores[todo] = client.score(texts[todo].tolist())
+        except ScoringUnavailable:
+            if on_failure == "fail":
+                raise
+    return pd.Series(scores, index=texts.index, dtype="float32")
