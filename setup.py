@@ -25,7 +25,7 @@ setup(
         "FastWARC>=2.0.1,<3",
         "resiliparse>=2.0,<3",
         # lexbor, the HTML parser udfs/extract/_page_walk.pyx walks, is taken from selectolax's module: 1.0.x
-        # bundles the lexbor whose struct layouts it declares (a test checks what it reads)
+        # bundles the lexbor whose struct layouts udfs/extract/_lexbor.pxd declares (a test checks what it reads)
         "selectolax>=1.0.2,<1.1",
         "trafilatura>=1.12,<3",
         "mindspore>=2.3,<3",
@@ -59,6 +59,7 @@ setup(
                  Extension("udfs.filter._fasttext_hs", ["udfs/filter/_fasttext_hs.pyx"]),  # fastText's prediction, words cached
                  Extension("udfs.extract._blocks", ["udfs/extract/_blocks.pyx"]),  # the block pass's features and scores
                  Extension("udfs.extract._text_spaces", ["udfs/extract/_text_spaces.pyx"]),  # normalize_text's space folding
+                 Extension("udfs.extract._lexbor", ["udfs/extract/_lexbor.pyx"]),  # lexbor, found in selectolax's module
                  Extension("udfs.extract._page_walk", ["udfs/extract/_page_walk.pyx"])],  # a page's units from lexbor's DOM
     entry_points={"console_scripts": ["corpusmill=jobs.cli:main"]},
 )

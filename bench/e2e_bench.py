@@ -5,7 +5,7 @@
 
 Measured, each as one whole process (wall time; peak RSS and CPU of the process tree sampled every 0.2 s,
 also per process role: driver, JVM, Python workers):
-1. corpusmill ``--stages extract,filter``: WARC → filtered documents (the goal figure).
+1. corpusmill ``--stages extract,filter``: WARC → filtered documents (the headline figure).
 2. corpusmill, every stage: WARC → MindRecord; per-stage wall time and docs/s from ``_stats.json``.
 3. datatrove 0.10.1 with FineWeb's settings on the same files and the same number of cores, in two
    processes: WarcReader → Trafilatura(favour_precision) → LanguageFilter → GopherRepetition →
@@ -91,9 +91,9 @@ def corpusmill(warcs, stages, cores: int, run: str) -> dict:
     for stats_file in sorted((E2E / run).glob("*/_stats.json")):
         stats = json.loads(stats_file.read_text())
         per_stage.append(stats)
-    from jobs.registry import STAGE_ORDER
+    from jobs.registry import stage_order
 
-    per_stage.sort(key=lambda s: STAGE_ORDER.index(s["stage"]))
+    per_stage.sort(key=lambda s: stage_order().index(s["stage"]))
     result["stages"] = per_stage
     return result
 

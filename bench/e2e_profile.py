@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 def timed(label: str, function, items, results: dict, keep: bool = True):
     """``function`` over ``items``, its CPU ms per item in ``results[label]``; the outputs, or None
-    with ``keep=False`` (2,000 parsed trees held at once cost page faults the pipeline never pays:
-    the parse measured 1.72 ms a page that way, 0.38 one tree at a time)."""
+    with ``keep=False`` (2,000 parsed trees held at once cost page faults the pipeline never pays,
+    which would inflate the parse's time several-fold)."""
     started = time.process_time()
     if keep:
         out = [function(item) for item in items]
@@ -52,7 +52,7 @@ def main() -> None:
     from jobs.config import load
     from udfs.filter.rules import DocumentFilter
     from udfs.extract.html import (charset_from_content_type, decode_html, kept_text, kept_units, main_content_units,
-                           parse_page)
+                                   parse_page)
     from udfs.filter.quality import compute_signals, compute_signals_reference
     from udfs.extract.text import normalize_text
     from udfs.extract.warc import ExtractConfig, WarcDocumentReader, read_payload

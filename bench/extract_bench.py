@@ -4,7 +4,7 @@
                                   [--skip-spark] [--skip-bare]
 
 Inputs come from ``bench/make_bench_warc.py``: N real HTML responses, each with its own URL, split
-into ``--files`` WARC files so Spark runs one task per file on every core. trafilatura is ~10x
+into ``--files`` WARC files so Spark runs one task per file on every core. trafilatura is much
 slower, so it reads the first M responses (``--trafilatura-responses``, the same pages with the same
 URLs as the first M of the large set); the default extractor runs on both sets, so the M-response
 rows compare the two on identical input.

@@ -31,7 +31,7 @@ from udfs.extract.text import normalize_text  # noqa: E402
 
 
 def _plain_resiliparse(html: str) -> str:
-    # The plain library call the brief measured: main content, no comments, alt texts or bullets.
+    # The plain library call, the baseline: main content, no comments, alt texts or bullets.
     from resiliparse.extract.html2text import extract_plain_text
 
     return extract_plain_text(html, main_content=True, alt_texts=False, list_bullets=False, comments=False)

@@ -4,8 +4,8 @@
 
 Three runs of the real CLI with conf/local.yaml (local[*]), each in a fresh folder under bench/work/hostile/:
 0. ``good``: one real WARC (clueweb09-en-sample, 100 pages), the baseline a worker needs anyway.
-1. ``bomb``: one file, 1 GiB of zeros gzipped (1 MB on disk); the reproduction of issue 13 (the old
-   reader peaked at 23.6 GB for 2 GB and was killed).
+1. ``bomb``: one file, 1 GiB of zeros gzipped (1 MB on disk): a reader that decompresses a record
+   whole needs the whole GiB, and more, in memory.
 2. ``mixed``: every file of tests/hostile_warc.py (bombs, lying Content-Lengths, 200 MiB lines), a real
    WARC cut at 99,000 bytes and a good one.
 

@@ -1,20 +1,20 @@
 """Tokenize + pack throughput, packing efficiency on real length distributions, and MindRecord
-write/read throughput, against the naive baselines of seed 003.
+write/read throughput, against the naive ways of making fixed-length sequences.
 
     python bench/pack_bench.py [--seq-len 2048 4096] [--skip-mindrecord]
 
 Corpora (real length distributions, from ../shared/data):
 - **web**: the 923 pages of trafilatura's evaluation set, extracted as the extract stage does
-  (resiliparse main content + boilerplate filter + normalisation);
+  (main content + boilerplate filter + normalisation);
 - **mixture**: web pages + Wikipedia articles + Gutenberg books (whole) + People's Daily articles +
   forum threads + reviews (tests/corpus_docs.py, books whole here).
 
 Packing strategies compared (same cl100k tokens, one EOS per document):
 - **corpusmill**: ``udfs.pack.packing`` (boundary-aware cuts, best-fit placement), the pack stage's code;
-- **pad-truncate**: one document per sequence, cut at seq_len, padded (the seed's naive approach);
+- **pad-truncate**: one document per sequence, cut at seq_len, padded (the simplest approach);
 - **pad-chunk**: one document per sequence run, long ones chunked at seq_len, every chunk padded;
-- **concat-chunk**: all documents concatenated and cut every seq_len tokens (seed 003's
-  ``pack_sequences``): no padding, but windows cut mid-sentence and documents attend to each other.
+- **concat-chunk**: all documents concatenated and cut every seq_len tokens (the common
+  concatenate-and-chunk recipe): no padding, but windows cut mid-sentence and documents attend to each other.
 
 MindRecord: the corpusmill sequences and the pad-chunk sequences written with FileWriter (as the
 mindrecord stage does) and read back with MindDataset (as ``loader.sequence_dataset`` does, batch 8);

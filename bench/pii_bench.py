@@ -12,7 +12,7 @@ and, unless ``--no-spark``, by the real stage through ``run_pipeline`` on local[
 Labelled set (exact span + type counts as a hit):
   * Presidio's recognizer test vectors for our types (../shared/data/pii/presidio-recognizer-tests);
     spans Presidio itself scores ≤ 0.4 are left out, documentation/loopback addresses (the default
-    allow-list: 127.0.0.1, 0.0.0.0, ::1, 192.0.2.x, …) are labelled negative, as the spec says;
+    allow-list: 127.0.0.1, 0.0.0.0, ::1, 192.0.2.x, …) are labelled negative, since they are not personal data;
   * sentences generated with Faker en_US / zh_CN around values of every type (seeded), with and
     without context words; IBANs from the en_GB/de_DE/fr_FR/nl_NL/it_IT providers (zh_CN's are
     malformed, es_ES's fail Spain's national check digits);

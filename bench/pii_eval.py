@@ -17,8 +17,8 @@ languages), so that it says how the recognizers do on text they were not written
   labelled "no PII"; ``REAL_PII`` lists the few real phone numbers found in them by reading every
   finding of both systems, which count as gold phones.
 
-A gold value counts as caught when findings of its type cover every letter and digit of it (what
-the sealed evaluation checks: the value no longer appears); a finding overlapping no gold value of
+A gold value counts as caught when findings of its type cover every letter and digit of it (so
+the value no longer appears in the scrubbed text); a finding overlapping no gold value of
 its type is a false positive. Systems: corpusmill's default config, and Presidio's predefined
 recognizers with the no-op NLP engine (its pattern recognizers, no NER; threshold 0, Presidio's
 default). Presidio names types differently; its types without a counterpart here (URL,

@@ -22,6 +22,17 @@ OUTCOME_FOLDERS = ("kept", "rejected", "errors", "skipped")
 CONTENT_COLUMNS = ("text", "input_ids", "segment_ids", "loss_mask", "reject_rule", "reject_value", "error")
 
 
+def comparable_reject_value(value):
+    """A measured value as the same text whether it was written as a number or as text ("3", 3.0):
+    its column's type is part of the schema, compared apart."""
+    if value is None:
+        return None
+    try:
+        return repr(float(value))
+    except ValueError:
+        return str(value)
+
+
 def folder_digest(path: Path) -> dict:
     table = ds.dataset(str(path), format="parquet", partitioning="hive").to_table()
     key = "id" if "id" in table.column_names else table.column_names[0]
@@ -30,8 +41,7 @@ def folder_digest(path: Path) -> dict:
     ids, content = hashlib.sha256(), hashlib.sha256()
     for row in rows:
         ids.update(str(row.get(key)).encode() + b"\0")
-        # reject_value is compared as text: its column type is part of the schema, reported apart
-        values = [None if row.get(c) is None else str(row.get(c)) if c == "reject_value" else row.get(c)
+        values = [comparable_reject_value(row.get(c)) if c == "reject_value" else row.get(c)
                   for c in CONTENT_COLUMNS]
         content.update(json.dumps(values, default=str).encode() + b"\0")
     return {"rows": len(rows), "ids": ids.hexdigest()[:16], "content": content.hexdigest()[:16],

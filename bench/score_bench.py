@@ -95,7 +95,7 @@ def spark_stage(url, texts, n_docs, batch):
     from udfs.common.config import build
     from jobs.stages.score import ScoreStage
     from jobs.spark import get_session
-    from jobs.stage import run_stage
+    from jobs.runner import run_stage
     from jobs.config import SparkConfig
 
     spark = get_session(SparkConfig(master="local[2]", app_name="score-bench", conf={

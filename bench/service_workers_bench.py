@@ -17,7 +17,7 @@ novels and Wikipedia, Chinese news and reviews, short English chat and SMS lines
   cores the work gets.
 * Spark: ``FilterStage`` and ``ScoreStage`` run by ``run_stage`` (local[2]) on one Parquet file of
   the documents; score through one service (1 worker) started here, hashing on the executors and
-  with texts sent instead (``score.encode: false``, the old path), and with ``score.mode: local``.
+  with texts sent instead (``score.encode: false``: the service hashes them), and with ``score.mode: local``.
   The service's own share of the CPU is reported apart: it is what an inference host must carry.
 """
 from __future__ import annotations
@@ -136,7 +136,7 @@ def spark_stages(texts, workdir: str) -> None:
     from jobs.stages.filter import FilterStage
     from jobs.stages.score import ScoreStage
     from jobs.spark import get_session
-    from jobs.stage import run_stage
+    from jobs.runner import run_stage
     from udfs.common.config import build
 
     spark = get_session(SparkConfig(master="local[2]", app_name="score-vs-filter", conf={

@@ -44,7 +44,7 @@ def add_run_arguments(parser: argparse.ArgumentParser, with_stages: bool = True)
     parser.add_argument("--run", help="run name; outputs go to <output>/<run>/<stage>/ (default: config 'run')")
     parser.add_argument("--sample", type=float, help="deterministic fraction of input records to process, e.g. 0.01")
     if with_stages:
-        parser.add_argument("--stages", help=f"comma-separated subset of: {','.join(registry.STAGE_ORDER)}")
+        parser.add_argument("--stages", help=f"comma-separated subset of: {','.join(registry.stage_order())}")
 
 
 def run_dir_of(args: argparse.Namespace, cfg) -> str:
@@ -61,11 +61,11 @@ def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
     cfg = config.load(args.config)
     planned = plan_stages(stages)
     # Run last at exit: the interpreter's teardown would walk every object the driver holds to collect
-    # what the process's end frees anyway (0.2 s with Presidio's scrubber loaded).
+    # what the process's end frees anyway, noticeable with Presidio's scrubber loaded.
     atexit.register(gc.freeze)
     check_java()
     # The report and filter's spot-check samples are scrubbed here, in the driver: its scrubber
-    # (Presidio's import, ~0.6 s of CPU) is built while the JVM starts, not after the last stage.
+    # (Presidio's import is slow) is built while the JVM starts, not after the last stage.
     build_scrubber_in_background(cfg.pii)
     spark = get_session(cfg.spark)
     all_stats = run_pipeline(spark, cfg, args.input, planned, args.output, args.run, args.sample,
@@ -90,7 +90,7 @@ def report_command(args: argparse.Namespace) -> int:
 
 RUN_DESCRIPTION = f"""\
 Run every stage, or the stages named in --stages, in this order:
-  {' -> '.join(registry.STAGE_ORDER)}
+  {' -> '.join(registry.stage_order())}
 Outputs go to <output>/<run>/<stage>/ (kept/, rejected/, errors/, _stats.json). A re-run skips the
 stages that finished with the same config and input and resumes at the first unfinished one. Prints
 one summary line per stage and writes <output>/<run>/report.html at the end."""
@@ -142,8 +142,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def main_for_stage(stage: str, argv: Optional[List[str]] = None) -> int:
-    """Entry of ``spark-submit jobs/<stage>.py``: the run options, one stage."""
-    parser = argparse.ArgumentParser(prog=f"jobs/{stage}.py", description=f"corpusmill stage {stage}")
+    """Entry of ``spark-submit jobs/stages/<stage>.py``: the run options, one stage."""
+    parser = argparse.ArgumentParser(prog=f"jobs/stages/{stage}.py", description=f"corpusmill stage {stage}")
     add_run_arguments(parser, with_stages=False)
     args = parser.parse_args(argv)
     try:

@@ -1,28 +1,23 @@
-"""The pipeline's config: the root schema built from every stage's section, loaded from YAML.
+"""The pipeline's config: the root schema built from every stage's declared section, loaded from YAML.
 
-Each stage's config class lives beside its per-record logic in ``udfs/`` (``udfs/common/config.py`` holds
-the plumbing); this module adds the sections that belong to the driver (Spark, I/O) and loads a
-file. The YAML in ``conf/`` names every setting with its default: scalar defaults are the classes'
-and restated there, tables (filter rules, mix domains) are read from there; ``tests/test_config.py``
-checks that both agree, so ``PipelineConfig()`` in a notebook behaves as ``conf/local.yaml``.
+Each stage declares its config class (``Stage.config``), which lives beside its per-record logic in
+``udfs/<stage>/`` (``udfs/common/config.py`` holds the plumbing); this module adds the sections that
+belong to the driver (Spark, I/O) and loads a file over the stages' own ``conf/<stage>.yaml``. The
+YAML in ``conf/`` names every setting with its default: scalar defaults are the classes' and restated
+there, tables (filter rules, mix domains) are read from there; ``tests/test_config.py`` checks that
+both agree, so ``PipelineConfig()`` in a notebook behaves as ``conf/local.yaml``.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence, Type
 
+from jobs import registry
+from jobs.stage import Stage
 from udfs.common.config import CONF_DIR, ConfigError, build, deep_merge, read_yaml
-from udfs.decontam.ngram_index import DecontamConfig
-from udfs.filter.rules import FilterConfig
-from udfs.dedup.minhash import DedupConfig
-from udfs.mindrecord.records import MindRecordConfig
-from udfs.mix.mixture import MixConfig
-from udfs.pack.packing import PackConfig
-from udfs.pii.scrub import PiiConfig
-from udfs.score.scoring import ScoreConfig
-from udfs.extract.warc import ExtractConfig
 
 DEFAULT_CONFIG = CONF_DIR / "local.yaml"
 
@@ -68,26 +63,34 @@ class IOConfig:
             raise ConfigError(f"{prefix}.chunk_files: must be 0 (no chunks) or a positive file count")
 
 
-@dataclass(frozen=True)
-class PipelineConfig:
-    output: str = "out"
-    run: str = "default"
-    spark: SparkConfig = field(default_factory=SparkConfig)
-    io: IOConfig = field(default_factory=IOConfig)
-    extract: ExtractConfig = field(default_factory=ExtractConfig)
-    filter: FilterConfig = field(default_factory=FilterConfig)
-    pii: PiiConfig = field(default_factory=PiiConfig)
-    dedup: DedupConfig = field(default_factory=DedupConfig)
-    decontam: DecontamConfig = field(default_factory=DecontamConfig)
-    score: ScoreConfig = field(default_factory=ScoreConfig)
-    mix: MixConfig = field(default_factory=MixConfig)
-    pack: PackConfig = field(default_factory=PackConfig)
-    mindrecord: MindRecordConfig = field(default_factory=MindRecordConfig)
+def pipeline_config_class(stages: Optional[Sequence[Type[Stage]]] = None) -> type:
+    """The root config class: the run's name and output, the driver's sections, and one section per
+    stage (``stages``: the registry's by default), each defaulting to its config class."""
+    stages = registry.stages() if stages is None else stages
+    fields = [("output", str, field(default="out")), ("run", str, field(default="default")),
+              ("spark", SparkConfig, field(default_factory=SparkConfig)),
+              ("io", IOConfig, field(default_factory=IOConfig))]
+    fields += [(cls.name, cls.config, field(default_factory=cls.config)) for cls in stages]
+    root = dataclasses.make_dataclass("PipelineConfig", fields, frozen=True)
+    root.__module__ = __name__  # pickled by reference, as a class written here would be
+    return root
+
+
+PipelineConfig = pipeline_config_class()
 
 
 def load(path: Optional[os.PathLike] = None, overrides: Optional[dict] = None) -> PipelineConfig:
-    """Load and validate a pipeline config; ``overrides`` is merged over the file."""
-    data = read_yaml(Path(path) if path else DEFAULT_CONFIG)
+    """Load and validate a pipeline config: each stage's ``conf/<stage>.yaml``, the file over them
+    and ``overrides`` over the file."""
+    stages = registry.stages()
+    data: dict = {}
+    for cls in stages:
+        shipped = CONF_DIR / f"{cls.name}.yaml"
+        if shipped.exists():
+            data = deep_merge(data, read_yaml(shipped))
+    data = deep_merge(data, read_yaml(Path(path) if path else DEFAULT_CONFIG))
     if overrides:
         data = deep_merge(data, overrides)
-    return build(PipelineConfig, data)
+    root = PipelineConfig if [f.name for f in dataclasses.fields(PipelineConfig)][4:] == [c.name for c in stages] \
+        else pipeline_config_class(stages)
+    return build(root, data)

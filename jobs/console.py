@@ -2,32 +2,17 @@
 import sys
 from typing import Tuple
 
-# What a stage's records are, coming in and kept; every other stage reads and keeps documents.
-# mix keeps documents but writes one row per copy (repeats); pack turns copies into sequences.
-STAGE_UNITS = {
-    "extract": ("WARC records", "documents"),
-    "pack": ("document copies", "document copies"),
-    "mindrecord": ("sequences", "sequences"),
-}
+from jobs import registry
 
 
 def stage_units(stage: str) -> Tuple[str, str]:
-    """(unit of records in, unit of records kept) of a stage."""
-    return STAGE_UNITS.get(stage, ("documents", "documents"))
+    """(unit of records in, unit of records kept) of a stage, as it declares them."""
+    return registry.stage_class(stage).units
 
 
 def output_note(stats: dict) -> str:
     """Where a stage writes something other than what it counts as kept: what, and why."""
-    rows, repeats = stats.get("rows_written"), stats.get("repeat_rows")
-    if isinstance(rows, int) and rows != stats.get("kept"):  # mix
-        return f"written as {rows:,} document copies ({repeats or 0:,} repeats)"
-    if isinstance(stats.get("sequences"), int) and stats.get("seq_len"):  # pack
-        full = stats.get("packing_efficiency")
-        return (f"packed into {stats['sequences']:,} sequences of {stats['seq_len']:,} tokens"
-                + (f" ({full:.1%} full)" if isinstance(full, float) else ""))
-    if isinstance(stats.get("shards"), list):  # mindrecord
-        return f"in {len(stats['shards']):,} shard files"
-    return ""
+    return registry.stage_class(stats["stage"]).output_note(stats)
 
 
 def summary_line(stats: dict, stage_dir: str) -> str:

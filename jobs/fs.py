@@ -101,7 +101,7 @@ class HadoopFS:
 
     def write_text(self, uri: str, text: str) -> None:
         local = _local_path(uri)
-        if local is not None:  # a round trip per call, and the text as base64, cost ~12 ms a file
+        if local is not None:  # a round trip per call, and the text as base64, cost a JVM round trip per file
             _write_local(local, text)
             return
         out = self._fs(uri).create(self._path(uri), True)

@@ -19,8 +19,8 @@ from pyspark.sql import functions as F
 from jobs import registry
 from jobs.console import summary_line
 from jobs.fs import HadoopFS
-from jobs.stage import (MARKER, STATS, Stage, finished_marker, is_complete, run_chunked_stage, run_stage,
-                        run_stage_after_chunks)
+from jobs.runner import finished_marker, is_complete, run_chunked_stage, run_stage, run_stage_after_chunks
+from jobs.stage import MARKER, STATS, Stage
 from udfs.common.config import ConfigError
 
 
@@ -48,10 +48,10 @@ def sample_rows(docs, fraction: Optional[float]):
 def plan_stages(requested: Optional[Sequence[str]]) -> List[str]:
     """The stages to run, in pipeline order; without a request, every stage."""
     if not requested:
-        return list(registry.STAGE_ORDER)
+        return registry.stage_order()
     for name in requested:
         registry.stage_class(name)  # raises a one-line error for an unknown stage
-    return [name for name in registry.STAGE_ORDER if name in requested]
+    return [name for name in registry.stage_order() if name in requested]
 
 
 def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequence[str],
@@ -63,9 +63,9 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
         raise ConfigError(f"--sample: must be within (0, 1], got {sample}")
     make_run_dir(fs, run_dir)
     first = stages[0]
-    if first == "extract":
+    if registry.stage_class(first).input == "files":
         if not inputs:
-            raise ConfigError("--input: the extract stage needs WARC/ARC files, globs or folders")
+            raise ConfigError(f"--input: the {first} stage needs WARC/ARC files, globs or folders")
         source = fs.glob_files(inputs)
         if not source:
             raise ConfigError(f"--input: no files match {' '.join(inputs)}")
@@ -80,7 +80,8 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
 
     all_stats = []
     for position, name in enumerate(stages):
-        stage = registry.stage_class(name)(spark, cfg, **({"sample_fraction": sample} if name == "extract" else {}))
+        stage = registry.stage_class(name)(spark, cfg, sample_fraction=sample)
+        reads_documents = stage.input == "documents"
         stage_fp = stage_fingerprint(stage, upstream)
         stage_dir = f"{run_dir}/{name}"
         if is_complete(fs, stage_dir, stage_fp):
@@ -89,16 +90,16 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
         else:
             def load(inputs):
                 docs = stage.load(inputs)
-                return sample_rows(docs, sample) if position == 0 and name != "extract" else docs
+                return sample_rows(docs, sample) if position == 0 and reads_documents else docs
 
             chunks = plan_chunks(fs, stage, source, cfg.io.chunk_files)
             if chunks is not None and stage.chunked:
-                stats = run_chunked_stage(stage, chunks, load, name != "extract", stage_dir, stage_fp, echo)
+                stats = run_chunked_stage(stage, chunks, load, reads_documents, stage_dir, stage_fp, echo)
             elif chunks is not None:
                 stats = run_stage_after_chunks(stage, chunks, load, load(source), stage_dir, stage_fp, echo)
             else:
                 docs = load(source)
-                stats = run_stage(stage, docs, stage_dir, stage_fp, None if name == "extract" else docs.count())
+                stats = run_stage(stage, docs, stage_dir, stage_fp, docs.count() if reads_documents else None)
             echo(summary_line(stats, stage_dir))
             if stats["kept"] == 0 and stats["records_in"] > 0 and position < len(stages) - 1:
                 echo(f"{name:>10}: kept nothing; the stages after it run on no documents")
@@ -139,7 +140,8 @@ def make_run_dir(fs: HadoopFS, run_dir: str) -> None:
 
 def _previous_output(fs: HadoopFS, run_dir: str, first: str):
     """Input of a stage run alone without --input: the kept/ of the nearest finished earlier stage."""
-    earlier = registry.STAGE_ORDER[:registry.STAGE_ORDER.index(first)]
+    order = registry.stage_order()
+    earlier = order[:order.index(first)]
     for name in reversed(earlier):
         marker = finished_marker(fs, f"{run_dir}/{name}")
         if marker is not None:

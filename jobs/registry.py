@@ -1,33 +1,70 @@
-"""The stages in pipeline order, each with the job module that runs it.
+"""Every stage, found from its own declaration: the modules of ``jobs/stages/`` and any stage a
+caller registers (a notebook's or a plug-in's own stage), in pipeline order.
 
-Which ``udfs/`` module holds each stage's per-record logic (and its config class) is listed in
-``udfs/__init__.py``.
+A stage is found by importing each module of ``jobs.stages`` and taking the ``Stage`` subclasses
+defined there; nothing else lists the stages, so adding one is adding its module (with its udfs
+package and its YAML).
 """
 from __future__ import annotations
 
 import importlib
+import pkgutil
+from typing import Dict, List, Type
 
+from jobs.stage import Stage
 from udfs.common.config import ConfigError
 
-# Every stage, in the order the pipeline runs them: cheap before expensive, dedup after filtering,
-# decontamination after dedup (fewest documents left) and before the stages that spend work on them.
-STAGE_CLASSES = {
-    "extract": "jobs.stages.extract:ExtractStage",
-    "filter": "jobs.stages.filter:FilterStage",
-    "pii": "jobs.stages.pii:PiiStage",
-    "dedup": "jobs.stages.dedup:DedupStage",
-    "decontam": "jobs.stages.decontam:DecontamStage",
-    "score": "jobs.stages.score:ScoreStage",
-    "mix": "jobs.stages.mix:MixStage",
-    "pack": "jobs.stages.pack:PackStage",
-    "mindrecord": "jobs.stages.mindrecord:MindRecordStage",
-}
-STAGE_ORDER = list(STAGE_CLASSES)
+_registered: Dict[str, Type[Stage]] = {}
+_found: Dict[str, Type[Stage]] = {}
 
 
-def stage_class(name: str):
-    """The Stage class of ``name`` (importing its job module, and with it pyspark, only now)."""
-    if name not in STAGE_CLASSES:
-        raise ConfigError(f"--stages: unknown stage {name!r} (stages: {', '.join(STAGE_ORDER)})")
-    module, cls = STAGE_CLASSES[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+def _discover() -> Dict[str, Type[Stage]]:
+    if not _found:
+        package = importlib.import_module("jobs.stages")
+        for info in pkgutil.iter_modules(package.__path__, "jobs.stages."):
+            module = importlib.import_module(info.name)
+            for value in vars(module).values():
+                if isinstance(value, type) and issubclass(value, Stage) and value.__module__ == module.__name__:
+                    _found[check_declaration(value).name] = value
+    return _found
+
+
+def check_declaration(cls: Type[Stage]) -> Type[Stage]:
+    """``cls`` if it declares what the pipeline needs; else a TypeError naming what is missing."""
+    missing = [attr for attr in ("name", "config", "order") if not getattr(cls, attr)]
+    if missing:
+        raise TypeError(f"stage class {cls.__module__}.{cls.__qualname__} does not declare {', '.join(missing)}")
+    if cls.input not in ("files", "documents"):
+        raise TypeError(f"stage {cls.name}: input must be 'files' or 'documents', not {cls.input!r}")
+    return cls
+
+
+def stages() -> List[Type[Stage]]:
+    """Every stage class, in pipeline order."""
+    found = {**_discover(), **_registered}
+    order = sorted(found.values(), key=lambda cls: cls.order)
+    for before, after in zip(order, order[1:]):
+        if before.order == after.order:
+            raise TypeError(f"stages {before.name} and {after.name} declare the same order {before.order}")
+    return order
+
+
+def stage_order() -> List[str]:
+    return [cls.name for cls in stages()]
+
+
+def stage_class(name: str) -> Type[Stage]:
+    by_name = {cls.name: cls for cls in stages()}
+    if name not in by_name:
+        raise ConfigError(f"--stages: unknown stage {name!r} (stages: {', '.join(by_name)})")
+    return by_name[name]
+
+
+def register(cls: Type[Stage]) -> Type[Stage]:
+    """Add a stage defined outside ``jobs/stages/`` (usable as a class decorator)."""
+    _registered[check_declaration(cls).name] = cls
+    return cls
+
+
+def unregister(name: str) -> None:
+    _registered.pop(name, None)

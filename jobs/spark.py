@@ -63,7 +63,7 @@ def _forward_jvm_stderr(read_fd: int) -> None:
 class ClassArchive:
     """The JVM's loaded classes kept between local runs: a dynamic CDS archive (HotSpot's class data
     sharing) that the first run writes as its JVM exits and later runs map instead of loading and
-    verifying Spark's classes from the jars again (measured: 4-5 s less start-up and JVM CPU per run).
+    verifying Spark's classes from the jars again (the saving: bench/RESULTS.md).
 
     One archive per Java and Spark installation (its name hashes the java binary and the path and
     names of Spark's jars: HotSpot maps an archive only for the class path it was written with); one

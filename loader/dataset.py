@@ -8,7 +8,7 @@ within its own segment) and ``position_ids`` (restarting at every segment).
   batched by a fixed number of sequences.
 * ``document_dataset``: the documents (``mindrecord.mode: documents``), tokenized on the fly, long
   ones cut at paragraph/sentence boundaries into pieces of at most ``max_tokens`` (as ``pack`` does),
-  then batched by length buckets with a token budget per batch (seed 001: dynamic batching by tokens,
+  then batched by length buckets with a token budget per batch (dynamic batching: a budget in tokens,
   not samples, and similar lengths together to cut padding).
 
 Where the shards are: a local folder, a list of files, or the URI of a ``mindrecord`` stage on any

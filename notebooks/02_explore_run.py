@@ -24,10 +24,10 @@ except ImportError:  # a clone without `pip install -e .`, run from its notebook
 
 from jobs import config, registry
 from jobs.fs import HadoopFS
-from jobs.report import (DOCUMENT_STAGES, drops_of, length_histogram, rejected_samples, score_histogram,
-                         scores_by_outcome)
+from jobs.report import drops_of, length_histogram, rejected_samples
 from jobs.spark import get_session
 from jobs.stage import STATS
+from jobs.stages.score import score_histogram, scores_by_outcome
 
 REPO = str(config.CONF_DIR.parent)
 
@@ -49,7 +49,7 @@ CFG = config.load(param("config", "") or None)
 if "spark" not in globals():
     spark = get_session(CFG.spark)
 fs = HadoopFS(spark)
-stats = {s: fs.read_json(f"{RUN_DIR}/{s}/{STATS}") for s in registry.STAGE_ORDER if fs.exists(f"{RUN_DIR}/{s}/{STATS}")}
+stats = {s: fs.read_json(f"{RUN_DIR}/{s}/{STATS}") for s in registry.stage_order() if fs.exists(f"{RUN_DIR}/{s}/{STATS}")}
 print(f"{RUN_DIR}: finished stages {', '.join(stats) or 'none'}")
 
 
@@ -109,7 +109,7 @@ show(samples)
 
 # COMMAND ----------
 
-document_stages = [s for s in DOCUMENT_STAGES if s in stats]
+document_stages = [s.name for s in registry.stages() if s.kept_documents and s.name in stats]
 lengths = pd.DataFrame()
 if document_stages:
     lengths = text_bars(length_histogram(spark.read.parquet(f"{RUN_DIR}/{document_stages[-1]}/kept")))

@@ -38,7 +38,7 @@ def pr_curve(labels: np.ndarray, scores: np.ndarray):
 
 def best_f1_threshold(labels: np.ndarray, scores: np.ndarray, tolerance: float = 0.005,
                       prior: float = 0.5) -> float:
-    """The F1-optimal threshold of the P-R curve (seed 000), taken robustly.
+    """The F1-optimal threshold of the P-R curve, taken robustly.
 
     F1 is usually flat near its maximum, so the exact argmax is decided by a handful of documents.
     Among the thresholds whose F1 is within ``tolerance`` of the best, the one nearest ``prior`` is

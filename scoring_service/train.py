@@ -307,7 +307,7 @@ def model_card(info: ModelInfo, data: dict, training: dict, notes: Optional[str]
     lines += ["", f"Texts present in both classes were dropped ({data['dropped_in_both_classes']}). "
               "Splits are by group (page, book, speech, file), 80/10/10.", ""]
     lines += ["## Threshold", "",
-              f"**{info.threshold}** — from the validation P-R curve (seed 000): of the thresholds whose F1 "
+              f"**{info.threshold}** — from the validation P-R curve: of the thresholds whose F1 "
               "is within 0.005 of the best, the one nearest 0.5 (the class-balanced boundary; F1 is flat there). "
               "The score is stored by the pipeline and the threshold applied separately, so a new "
               "threshold needs no re-scoring.", "",

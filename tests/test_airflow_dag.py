@@ -46,7 +46,7 @@ def test_the_dag_lists_the_stages_in_pipeline_order():
     tree = ast.parse((ROOT / "dags" / "corpusmill_dag.py").read_text())
     [order] = [node.value for node in tree.body if isinstance(node, ast.Assign)
                and any(getattr(t, "id", None) == "STAGE_ORDER" for t in node.targets)]
-    assert ast.literal_eval(order) == registry.STAGE_ORDER
+    assert ast.literal_eval(order) == registry.stage_order()
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def airflow_env(tmp_path_factory):
                AIRFLOW__CORE__DAGS_FOLDER=str(ROOT / "dags"), AIRFLOW__CORE__UNIT_TEST_MODE="False",
                # The tasks run this checkout's corpusmill with this test's interpreter, on every stage.
                CORPUSMILL_BIN=f"{sys.executable} -m jobs.cli", CORPUSMILL_HOME=str(ROOT),
-               CORPUSMILL_STAGES=",".join(registry.STAGE_ORDER), PYSPARK_PYTHON=sys.executable)
+               CORPUSMILL_STAGES=",".join(registry.stage_order()), PYSPARK_PYTHON=sys.executable)
     env.pop("PYTHONPATH", None)
     env.pop("VIRTUAL_ENV", None)
     return env
@@ -75,7 +75,7 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env):
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     assert loaded["errors"] == {}
-    assert loaded["tasks"] == registry.STAGE_ORDER  # one task per stage, in pipeline order
+    assert loaded["tasks"] == registry.stage_order()  # one task per stage, in pipeline order
     assert min(loaded["retries"]) >= 1
     assert {"input", "output", "run", "config"} <= set(loaded["params"])
 
@@ -88,7 +88,7 @@ def test_dags_test_runs_the_pipeline_on_local_spark(airflow_env, tmp_path):
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-4000:]
     run_dir = tmp_path / "airflow"
-    for stage in registry.STAGE_ORDER:
+    for stage in registry.stage_order():
         assert (run_dir / stage / "_COMPLETE.json").exists(), f"{stage}\n{log[-4000:]}"
         assert json.loads((run_dir / stage / "_stats.json").read_text())["reconciled"] is True
     assert (run_dir / "report.html").exists()

@@ -151,10 +151,12 @@ def test_the_code_needs_nothing_newer_than_the_oldest_python_claimed():
 
 @pytest.mark.service  # a fresh interpreter
 def test_loading_the_config_and_the_cli_imports_no_engine():
-    """Config classes live beside the per-record logic, so `corpusmill --help` or a bad config is
-    answered without starting to import Spark or MindSpore."""
+    """The config is built from the stages' declarations, so reading it imports the stage modules and
+    with them PySpark's Python API, but `corpusmill --help` or a bad config is answered without a JVM,
+    MindSpore or pandas (which the stages import where they run)."""
     probe = ("import sys, jobs.cli, jobs.config; jobs.config.load(); "
-             "print(sorted(m for m in ('pyspark', 'mindspore', 'tools') if m in sys.modules))")
+             "from pyspark import SparkContext; assert SparkContext._active_spark_context is None; "
+             "print(sorted(m for m in ('mindspore', 'pandas', 'tools') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "[]"

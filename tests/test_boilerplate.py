@@ -14,10 +14,10 @@ from conftest import shared
 from tools.extraction_devsets import load_readability, load_trafilatura_eval, score
 from udfs.extract import boilerplate
 from udfs.extract._blocks import HAS_DIGIT, HAS_PHRASE, HAS_TWO_SEPARATORS, line_marks
-from udfs.extract.boilerplate import (ANCHOR_CHARS, FEATURES, BlockModel, Unit, drop_boilerplate_lines, is_boilerplate_line,
-                               is_furniture_name, name_kind, unit_features, unit_lines)
-from udfs.extract.html import (BLOCK_MODEL_PATH, UNDO_CHECK_CHARS, block_model, extract_main_text, kept_text, kept_units,
-                       main_content_units, main_or_whole_page, parse_page, whole_page_units)
+from udfs.extract.boilerplate import (ANCHOR_CHARS, FEATURES, BlockModel, Unit, drop_boilerplate_lines,
+                                      is_boilerplate_line, is_furniture_name, name_kind, unit_features, unit_lines)
+from udfs.extract.html import (BLOCK_MODEL_PATH, UNDO_CHECK_CHARS, block_model, extract_main_text, kept_text,
+                               kept_units, main_content_units, main_or_whole_page, parse_page, whole_page_units)
 from udfs.extract.text import normalize_text
 
 
@@ -202,8 +202,8 @@ SENTENCE = "The council approved the new budget for the harbour after a long deb
 
 def test_element_pass_is_undone_where_it_would_take_most_of_the_article():
     """An article whose paragraphs sit one per box inside a wrapper named like furniture (no run of
-    paragraphs protects it): the element pass would leave only the standfirst, still more than the
-    500 characters the old near-empty check looked for, so the share it removed decides."""
+    paragraphs protects it): the element pass would leave only the standfirst, which is not near-empty,
+    so the share of the text it removed decides."""
     topics = ("fishing quotas", "ferry fares", "dredging", "the lighthouse", "moorings", "tourism", "the quay",
               "parking")
     paragraphs = "".join(f"<div><p>{SENTENCE.format(topic)}</p></div>" for topic in topics)

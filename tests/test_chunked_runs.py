@@ -23,11 +23,11 @@ CHUNK_FILES = 4
 DRIVER_KILLED_AFTER_CHUNKS = '''
 import os, signal, sys
 
-from jobs import stage
+from jobs import runner
 from jobs.cli import main
 
 stage_name, after = os.environ["KILL_AFTER_CHUNKS"].split(":")
-real_write_chunk_marker = stage.write_chunk_marker
+real_write_chunk_marker = runner.write_chunk_marker
 committed = []
 
 
@@ -39,7 +39,7 @@ def write_chunk_marker(fs, path, content):
             os.killpg(0, signal.SIGKILL)  # the driver and its JVM (kill -9 of a lost application master)
 
 
-stage.write_chunk_marker = write_chunk_marker
+runner.write_chunk_marker = write_chunk_marker
 sys.exit(main(sys.argv[1:]))
 '''
 

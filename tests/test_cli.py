@@ -23,7 +23,7 @@ def test_run_help_describes_the_command_and_shows_examples(capsys):
         main(["run", "--help"])
     assert done.value.code == 0
     out = capsys.readouterr().out
-    assert " -> ".join(registry.STAGE_ORDER) in out
+    assert " -> ".join(registry.stage_order()) in out
     assert "examples:" in out and "corpusmill run --input data/sample --output out --run demo" in out
     assert "exit codes:" in out
 

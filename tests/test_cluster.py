@@ -112,7 +112,7 @@ def runs(spark, cluster, run_config, tmp_path_factory):
     """The same command on the cluster (spark-submit) and in local mode (this test session)."""
     master_url, logs = cluster
     out = tmp_path_factory.mktemp("out")
-    stages = list(registry.STAGE_ORDER)
+    stages = list(registry.stage_order())
     code_zip = build_zip(out / "corpusmill-jobs.zip")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                SPARK_LOCAL_IP="127.0.0.1")

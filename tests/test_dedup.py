@@ -8,10 +8,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from conftest import shared
-from dedup_corpus import (edit_chars, edit_words, expected_removed, peoples_daily_paragraphs,
-                          similar_pairs, wiki_paragraphs, with_boilerplate)
+from dedup_corpus import (edit_chars, edit_words, expected_removed, peoples_daily_paragraphs, similar_pairs,
+                          wiki_paragraphs, with_boilerplate)
 from jobs import config
-from jobs.stages.dedup import Checkpointer, DedupStage, connected_components, join_hot_safe
+from jobs.stages.dedup import DedupStage
+from jobs.transforms.components import Checkpointer, connected_components, join_hot_safe
 from jobs.pipeline import run_pipeline
 
 DECISION = ["id", "cluster_id", "survivor_id", "reject_rule", "_outcome"]

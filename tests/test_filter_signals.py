@@ -83,7 +83,7 @@ def test_c4_markers_follow_its_line_filters():
     assert compute_signals("the code is function f() { return 1; }")["curly_bracket"] is True
 
 
-def test_seed000_character_signals():
+def test_digit_symbol_and_character_repetition_signals():
     s = compute_signals("abc 123 $$$")
     assert s["digit_frac"] == pytest.approx(3 / 11)
     assert s["special_symbol_frac"] == pytest.approx(3 / 11)
@@ -210,12 +210,12 @@ def test_rules_switch_off_singly_and_by_ruleset():
     columns = DocumentFilter(dataclasses.replace(base, rules=rules)).apply(["Too short."])
     assert "gopher_short_doc" not in columns["failed_rules"][0]
     assert columns["reject_rule"] == ["gopher_stop_words"]
-    only_seed = DocumentFilter(dataclasses.replace(base, rulesets=["seed000"])).apply(["Too short."])
-    assert only_seed["failed_rules"] == [["seed000_chars", "seed000_sentence_length"]]  # 10 chars, 2 words
+    only_simple = DocumentFilter(dataclasses.replace(base, rulesets=["seed000"])).apply(["Too short."])
+    assert only_simple["failed_rules"] == [["seed000_chars", "seed000_sentence_length"]]  # 10 chars, 2 words
 
 
-def test_seed000_preset_selects_its_table():
-    cfg = config.load(config.CONF_DIR / "presets" / "seed000.yaml")
+def test_simple_thresholds_preset_selects_its_table():
+    cfg = config.load(config.CONF_DIR / "presets" / "simple_thresholds.yaml")
     active = cfg.filter.active_rules()
     assert {"seed000_chars", "seed000_special_symbols", "seed000_sentence_length", "seed000_digits"} <= set(active)
     assert "gopher_short_doc" not in active and "seed000_char_repetition" not in active

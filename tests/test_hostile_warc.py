@@ -1,6 +1,6 @@
 """Hostile and broken WARC input on real files: a gzip bomb or an endless line costs bounded memory and
 ends as one error row, a file cut anywhere keeps the records before the cut and reports the cut one,
-and a file that is not what its name says is a corrupt_file. Issue 13, items 1-3."""
+and a file that is not what its name says is a corrupt_file."""
 import gzip
 import json
 import resource
@@ -18,8 +18,8 @@ from jobs import config
 from jobs.pipeline import run_pipeline
 from udfs.extract.warc import ExtractConfig, WarcDocumentReader
 
-# The child reading a hostile file may map at most this much; the old reader needed 3.4 GB for a
-# 200 MB bomb and 23.6 GB for a 2 GB one.
+# The child reading a hostile file may map at most this much: a reader that holds a decompressed
+# record whole needs many times the bomb's size.
 ADDRESS_SPACE_CAP = GiB
 # Peak RSS is the kernel's high-water mark of the child's own image (VmHWM): ru_maxrss would carry
 # the size of the forked pytest process over the exec.
@@ -59,7 +59,7 @@ def test_bomb_is_one_row_in_bounded_memory(hostile, name):
     got = read_in_capped_child(hostile[name])
     outcome, reason = HOSTILE[name][1]
     assert [(r["_outcome"], r["error"] or r["reject_rule"], r["record_offset"]) for r in got["rows"]] == [(outcome, reason, 0)]
-    # Our own words, never the file's bytes (the old message carried the whole first line).
+    # Our own words, never the file's bytes (a message quoting the file could carry a 200 MiB line).
     message = got["rows"][0]["reject_value"]
     assert len(message) < 200 and "\0" not in message and "xxxx" not in message
     assert got["peak_rss"] < 256 * MiB, f"{name}: peak RSS {got['peak_rss'] / MiB:.0f} MiB"
@@ -107,7 +107,8 @@ DOLMA = "warc/dolma-sample-0000.warc.gz"
 
 
 def test_issue_reproduction_cut_at_99000_bytes_is_an_error_not_a_partial_page(tmp_path):
-    # The old reader kept the cut record as a 776-character document and reported nothing.
+    # A reader that takes a cut gzip member without a word (FastWARC alone does) keeps the cut record
+    # as a partial document and reports nothing.
     path = tmp_path / "t.warc.gz"
     path.write_bytes(shared(DOLMA).read_bytes()[:99000])
     rows = read(path)
@@ -228,8 +229,9 @@ def test_extract_gives_each_file_its_own_task_planned_in_the_jvm(spark):
 
 
 def test_a_page_nested_too_deep_is_rejected_before_it_is_parsed(tmp_path):
-    """lexbor's parse grows faster than the nesting (40,000 divs: ~3 s; a million, the most a 5 MB
-    payload holds, hours): such a page is a counted ``too_deep`` rejection, and the file goes on."""
+    """lexbor's parse grows faster than the nesting (tens of thousands of nested divs take seconds; a
+    million, the most a 5 MB payload holds, hours): such a page is a counted ``too_deep`` rejection,
+    and the file goes on."""
     from io import BytesIO
 
     from warcio.statusandheaders import StatusAndHeaders

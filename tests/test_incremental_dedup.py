@@ -9,9 +9,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from conftest import shared
-from dedup_corpus import edit_chars, edit_words, peoples_daily_paragraphs, similar_pairs, wiki_paragraphs, with_boilerplate
+from dedup_corpus import (edit_chars, edit_words, peoples_daily_paragraphs, similar_pairs, wiki_paragraphs,
+                          with_boilerplate)
 from jobs import config
-from jobs.stages.dedup import EARLIER_RULE, INDEX, DedupStage
+from jobs.stages.dedup import EARLIER_RULE, DedupStage
+from jobs.transforms.dedup_index import INDEX
 from jobs.pipeline import run_pipeline
 from udfs.common.config import ConfigError
 

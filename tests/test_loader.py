@@ -131,7 +131,7 @@ def test_one_training_step_on_loader_batches(shards):
     assert not np.allclose(model.head.weight.asnumpy(), weights)
 
 
-@pytest.mark.slow  # a fresh interpreter imports MindSpore (~15 s)
+@pytest.mark.slow  # a fresh interpreter imports MindSpore, which takes long
 def test_importing_the_loader_prints_nothing():
     """MindSpore's wheel is built against NumPy 1: its first op under NumPy 2 fails once with a long
     notice and a traceback, which the loader takes at import without showing it."""

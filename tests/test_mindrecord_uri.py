@@ -16,8 +16,8 @@ import pytest
 from conftest import ROOT
 from s3_server import s3_server, spark_s3_conf, storage_options
 from udfs.common.config import ConfigError
-from udfs.mindrecord.records import (balance_plan, check_reachable, download_shards, file_system, s3_options_from_hadoop,
-                             sequence_schema, shard_name, upload_files)
+from udfs.mindrecord.records import (balance_plan, check_reachable, download_shards, file_system,
+                                     s3_options_from_hadoop, sequence_schema, shard_name, upload_files)
 
 SAMPLE = str(ROOT / "data" / "sample")
 SEQ_LEN = 8

@@ -12,9 +12,9 @@ from jobs import config
 from udfs.common.config import ConfigError
 from jobs.stages.mix import DOWNSAMPLED, MixStage
 from jobs.config import PipelineConfig
-from jobs.stage import run_stage
+from jobs.runner import run_stage
 from udfs.mix.mixture import (DomainConfig, DomainRules, MixConfig, copies_of, effective_tokens, estimate_tokens,
-                          plan_mixture)
+                              plan_mixture)
 from udfs.pack.tokenizer import TokenizerConfig, cached_tokenizer
 
 

@@ -32,11 +32,30 @@ def test_notebooks_are_databricks_source_format():
 def test_walkthrough_runs_every_stage_with_the_injected_session(spark, walkthrough):
     out, namespace = walkthrough
     assert namespace["spark"] is spark
-    for stage in registry.STAGE_ORDER:
+    for stage in registry.stage_order():
         stats = json.loads((out / "nb" / stage / "_stats.json").read_text())
         assert stats["reconciled"] is True, stage
         assert namespace[f"{stage}_stats"]["fingerprint"] == stats["fingerprint"]
     assert (out / "nb" / "report.html").exists()
+
+
+def test_every_stages_dropped_rows_read_as_one_table(spark, walkthrough):
+    """The audit query: every stage's rejected/, errors/ and skipped/ in one DataFrame. The bookkeeping
+    columns have one declared type in every stage, so the schemas merge."""
+    out, _ = walkthrough
+    folders = sorted(str(p) for p in (out / "nb").glob("*/*") if p.name in ("rejected", "errors", "skipped"))
+    stages = {p.split("/")[-2] for p in folders}
+    assert {"extract", "filter", "score"} <= stages  # a string, a measured double and a score before
+    dropped = spark.read.option("mergeSchema", "true").parquet(*folders)
+    types = dict(dropped.dtypes)
+    assert {c: types[c] for c in ("reject_rule", "reject_value", "error", "_count")} == {
+        "reject_rule": "string", "reject_value": "string", "error": "string", "_count": "bigint"}
+    total = sum(sum(json.loads((out / "nb" / s / "_stats.json").read_text())[k].values())
+                for s in stages for k in ("rejected", "errors", "skipped"))
+    weight = "coalesce(_count, 1)"
+    assert dropped.selectExpr(f"sum({weight})").first()[0] == total
+    measured = dropped.where("reject_rule is not null and reject_value is not null")
+    assert measured.selectExpr("count(cast(reject_value as double))").first()[0] > 0
 
 
 def test_explore_notebook_reads_the_finished_run(spark, walkthrough):
@@ -44,7 +63,7 @@ def test_explore_notebook_reads_the_finished_run(spark, walkthrough):
     namespace = runpy.run_path(str(NOTEBOOKS / "02_explore_run.py"), run_name="__main__",
                                init_globals={"spark": spark, "OUTPUT": str(out), "RUN": "nb"})
     funnel = namespace["funnel"]
-    assert list(funnel["stage"]) == registry.STAGE_ORDER
+    assert list(funnel["stage"]) == registry.stage_order()
     extract = json.loads((out / "nb" / "extract" / "_stats.json").read_text())
     assert int(funnel.iloc[0]["records_in"]) == extract["records_in"]
     assert set(namespace["reasons"]["reason"]) >= {f"skipped: {r}" for r in extract["skipped"]}

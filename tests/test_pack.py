@@ -14,7 +14,7 @@ from udfs.common.config import ConfigError
 from jobs.pipeline import run_pipeline
 from jobs.config import PipelineConfig
 from udfs.pack.packing import (BestFitPacker, Document, PackConfig, Piece, assemble, loss_mask_from_segments,
-                          position_ids_from_segments, split_document, text_boundaries, token_cuts)
+                               position_ids_from_segments, split_document, text_boundaries, token_cuts)
 from udfs.pack.tokenizer import BUNDLED, VOCAB_DIR, TokenizerConfig, _checked_bytes, cached_tokenizer, load_tokenizer
 
 # A piece that was cut at a boundary ends with sentence-final punctuation (and closing quotes) or a newline.

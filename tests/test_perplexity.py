@@ -16,7 +16,7 @@ from jobs.transforms.perplexity import with_perplexity, with_ppl_bucket
 from tools.ngram_lm_train import estimate, main, paragraphs_of_file
 from udfs.common.config import ConfigError, build
 from udfs.filter.ngram_lm import (BOS, EOS, UNK, KenLMModel, NgramModel, load_model, read_arpa, tokenize, tokenize_all,
-                           tokenize_lines, tokenize_reference, write_arpa)
+                                  tokenize_lines, tokenize_reference, write_arpa)
 from udfs.filter.perplexity import MODELS_DIR, SHIPPED, PerplexityConfig, PerplexityScorer, scored_part
 
 # ---------------------------------------------------------------- estimation and the ARPA format
@@ -198,7 +198,7 @@ def peoples_daily():
 @pytest.fixture(scope="module")
 def zh_model(tmp_path_factory):
     """A Chinese model trained by the documented command on every 20th line of People's Daily
-    (89 k tokens, ~2 s); no Chinese model ships (udfs/filter/lm_models/README.md)."""
+    (89 k tokens, trained in seconds); no Chinese model ships (udfs/filter/lm_models/README.md)."""
     folder = tmp_path_factory.mktemp("zh_model")
     (folder / "train.txt").write_text("\n".join(peoples_daily()[::20]), encoding="utf-8")
     main(["train", "--lang", "zh", "--input", str(folder / "train.txt"), "--out", str(folder / "zh.arpa.gz"),
@@ -295,7 +295,7 @@ def test_chinese_reference_text_scores_below_spam_reviews_keyword_lists_and_shuf
     ppl = scorer.score(news, ["zh"] * len(news))
     worse = scorer.score(shuffled(news, "char"), ["zh"] * len(news))
     assert np.mean(np.array(worse) > np.array(ppl)) >= 0.95
-    # ROC AUC as for English; measured with this small model (89 k tokens, trained in 2 s): spam
+    # ROC AUC as for English; measured with this small model (89 k tokens): spam
     # 0.975, reviews 0.88, keyword lists 0.95 (with 1.7 M characters each list scored above all news).
     assert above(scorer.score(ZH_SPAM, ["zh"] * len(ZH_SPAM)), ppl) >= 0.9
     assert above(scorer.score(reviews, ["zh"] * len(reviews)), ppl) >= 0.65
@@ -375,7 +375,7 @@ def test_compiled_tokenizer_gives_the_reference_tokens_on_every_code_point_and_t
 
 
 def reference_perplexity(model, text, count_punctuation, max_chars):
-    """A document's perplexity as udfs/filter/perplexity.py computed it before the compiled path: regex
+    """A document's perplexity the plain way, the reference the compiled path must match: regex
     tokens per line, numpy scores, punctuation marks left out unless counted."""
     lists = [t for t in map(tokenize_reference, scored_part(text, max_chars).split("\n")) if t]
     scores = model.token_scores_reference(lists)

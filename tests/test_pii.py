@@ -210,7 +210,7 @@ def test_positives_are_found_with_their_exact_span(scrubber, text, entity, value
     assert found(scrubber, text) == [(entity, value)]
 
 
-# ------------------------------------------------------------------ phones as people write them (issue 17)
+# ------------------------------------------------------------------ phones as people write them
 
 # Possible but not valid numbers, extensions, "(0)" trunk prefixes, dots, national formats: caught
 # with or without a phone word, in a sentence.

@@ -15,7 +15,8 @@ from jobs.cli import main
 from jobs.fs import HadoopFS
 from jobs.stages.mix import MixStage
 from jobs.pipeline import run_pipeline
-from jobs.stage import Stage, Transformed, is_complete, run_stage
+from jobs.runner import is_complete, run_stage
+from jobs.stage import Stage, Transformed
 
 # Every test runs Spark, some through the CLI without the spark fixture.
 pytestmark = pytest.mark.spark

@@ -147,7 +147,7 @@ def test_the_filter_uses_the_compiled_signals():
 @pytest.mark.service  # a fresh interpreter
 def test_a_build_without_the_extension_says_how_to_build_it(tmp_path):
     """udfs/ shipped or checked out without the compiled module: importing the signals fails loudly
-    (never a silent fall-back to the ~8x slower Python) and names the install step."""
+    (never a silent fall-back to the much slower Python) and names the install step."""
     package = tmp_path / "udfs"
     package.mkdir()
     for name in ("__init__.py", "quality.py", "table_cache.py"):

@@ -13,7 +13,7 @@ from jobs.cli import main
 from jobs.pipeline import run_pipeline
 from jobs.console import summary_line
 from jobs.report import EXCERPT_CHARS, RunFacts, render, rejected_samples, write_report
-from jobs.report_svg import KEPT_COLOUR, REJECTED_COLOUR, histogram, nice_ticks
+from jobs.report.svg import KEPT_COLOUR, REJECTED_COLOUR, histogram, nice_ticks
 from udfs.pii.scrub import PiiConfig
 
 SAMPLE = str(ROOT / "data" / "sample")
@@ -58,13 +58,14 @@ def test_report_degrades_to_the_sections_the_stats_support(tmp_path):
                   "wall_s": 3.0, "clusters": 3, "cluster_size_histogram": {"2": 2, "4": 1}, "bands": 20},
         "decontam": {"stage": "decontam", "records_in": 35, "kept": 35, "rejected": {}, "wall_s": 1.0,
                      "action": "reject", "benchmarks": {"mmlu": {"items": 140, "too_short": 3, "documents": 0}}},
+        "pii": {"stage": "pii", "records_in": 40, "kept": 40, "wall_s": 1.0},
         "mix": {"stage": "mix", "records_in": 35, "kept": 35, "wall_s": 1.0,
                 "mixture": {"target": {"web": 0.7, "wiki": 0.3}, "achieved": {"web": 0.65, "wiki": 0.35}}},
         "pack": {"stage": "pack", "records_in": 35, "kept": 12, "wall_s": 1.0, "tokens": 24000,
                  "sequences": 12, "packing_efficiency": 0.97, "mixture_exact": {"web": 0.66, "wiki": 0.34}},
     }
     facts = RunFacts("file:/runs/r", stats)
-    facts.pii_counts = {"EMAIL": 4, "PHONE": 2}
+    facts.stage_facts = {"filter": {"languages": {"en": 50, "zh": 10}}, "pii": {"pii": {"EMAIL": 4, "PHONE": 2}}}
     html = render(facts)
     for section in ("Rejections per rule", "Languages", "PII replaced", "Duplicate clusters",
                     "Benchmark contamination", "mmlu", "target vs achieved", "packed tokens", "gopher_stop_words", "bands"):
@@ -115,7 +116,7 @@ def test_score_histogram_shows_kept_and_rejected_the_threshold_and_y_ticks():
     assert 'stroke-dasharray="5,3"' in svg and "threshold 0.5223" in svg
     assert all(f">{tick}</text>" in svg for tick in (0, 1, 2, 3, 4, 5))  # every y tick labelled
     facts = RunFacts("file:/runs/r", LATE_STAGES)
-    facts.score_histogram = bins
+    facts.stage_facts = {"score": {"histogram": bins}}
     html = render(facts)
     assert "Quality score: kept and rejected by the threshold 0.5223" in html and "threshold 0.5223</text>" in html
 

@@ -41,7 +41,7 @@ EARLIER_STAGES = ("dedup.against", "mindrecord.earlier")
 # Settings naming files the stage hashes when it is fingerprinted: a changed value must name real
 # ones (tests/test_decontam.py and tests/test_url_filter.py change the files).
 FILES_HASHED = ("decontam.benchmarks", "extract.url_filter")
-CASES = [(name, path) for name in registry.STAGE_ORDER
+CASES = [(name, path) for name in registry.stage_order()
          for path in settings_read(registry.stage_class(name), config.PipelineConfig())
          if path not in EARLIER_STAGES + FILES_HASHED]
 

@@ -3,8 +3,8 @@
 * ``estimate``: interpolated modified Kneser-Ney (Chen & Goodman 1998, as KenLM's lmplz builds it:
   continuation counts for lower orders, three discounts per order from the count-of-counts), then
   count pruning of higher orders with the backoff weights recomputed so each distribution still sums
-  to one. Pure Python, so no binary (lmplz) is needed: 90 k tokens take 2 s, 1.5 M about 2-3 minutes
-  and 1.2 GB.
+  to one. Pure Python, so no binary (lmplz) is needed (the time and memory a model takes:
+  ``udfs/filter/lm_models/README.md``).
 * ``paragraphs_of_file``: the training text of MediaWiki dumps, .zip archives and text files.
 * ``train``: estimate, write the ARPA file and its card (sources, licences, held-out perplexity).
 
@@ -27,7 +27,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from tools.quality_corpus import paragraphs_of, wiki_articles, zip_texts
 from udfs.filter.ngram_lm import (BACKENDS, BOS, EOS, TOKENIZER, UNK, Estimate, NgramModel, load_model, perplexity,
-                           tokenize_all, write_arpa)
+                                  tokenize_all, write_arpa)
 
 # ---------------------------------------------------------------- estimation
 

@@ -7,7 +7,7 @@ CC BY, CC BY-SA, MIT, Apache-2.0) and ``eval/<set>/{positive,negative}.jsonl`` (
 text that may be read but not shipped: research-only or evaluation-only sources). The model is
 trained on ``train/`` only; ``eval/`` measures how it carries over to text it has never seen.
 
-What the model has to tell apart (seed 000: "balanced, realistic negatives"): written prose
+What the model has to tell apart, in balanced classes with negatives as real as the positives: written prose
 (books, speeches, encyclopaedia articles, the main text of web pages) against what surrounds it on
 real pages (menus, footers, link lists, cookie and licence notices) and against short informal
 text (SMS, spam, review snippets). Units of both classes come at every length from one line to a
@@ -427,8 +427,8 @@ English; the People's Daily row of the evaluation table measures how well that c
 - Only the first 2,000 characters (after whitespace normalisation) are read.
 - Negative labels are noisy: a page line counts as boilerplate when neither trafilatura nor
   resiliparse keeps it as main content.
-- Meant to rank and threshold extracted web documents after the rule filters (seed 000, layer 3); it
-  is not a toxicity, factuality or language classifier.
+- Meant to rank and threshold extracted web documents after the rule filters (the costlier check,
+  run on what the cheap rules kept); it is not a toxicity, factuality or language classifier.
 
 ## Reproduce
 

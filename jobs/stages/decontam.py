@@ -30,20 +30,35 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from jobs.fs import HadoopFS
-from jobs.stage import Stage, Transformed
-from udfs.decontam.ngram_index import RULE, NgramIndex, files_fingerprint, match
+from jobs.report.render import table
+from jobs.stage import Stage, Transformed, bookkeeping_fields
+from udfs.decontam.ngram_index import RULE, DecontamConfig, NgramIndex, files_fingerprint, match
 
 DECONTAM_FIELDS = pa.schema([("decontam_ngrams", pa.int64()), ("decontam_benchmark", pa.string()),
-                             ("reject_rule", pa.string()), ("reject_value", pa.string()), ("_outcome", pa.string())])
+                             *bookkeeping_fields("reject_rule", "reject_value", "_outcome")])
 
 
 class DecontamStage(Stage):
     name = "decontam"
+    config = DecontamConfig
+    order = 50
     required_columns = ("text",)
     chunked = True  # a document's outcome depends on it and the index alone
 
-    def __init__(self, spark, cfg):
-        super().__init__(spark, cfg)
+    @classmethod
+    def report_section(cls, facts) -> str:
+        benchmarks = facts.stats[cls.name].get("benchmarks")
+        if not isinstance(benchmarks, dict) or not benchmarks:
+            return ""
+        rows = [(name, counts.get("items", 0), counts.get("too_short", 0), counts.get("documents", 0))
+                for name, counts in sorted(benchmarks.items())]
+        action = "rejected" if facts.stats[cls.name].get("action", "reject") == "reject" else "flagged"
+        return (f"<h2>Benchmark contamination</h2><p>Documents sharing an n-gram with an evaluation set, per "
+                f"benchmark ({action}).</p>"
+                + table(("benchmark", "items", "items too short to look for", "documents"), rows))
+
+    def __init__(self, spark, cfg, sample_fraction=None):
+        super().__init__(spark, cfg, sample_fraction)
         self._index: Optional[NgramIndex] = None
         self._shipped: Optional[List[str]] = None  # file names of the index arrays given to addFile
 

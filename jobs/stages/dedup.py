@@ -42,7 +42,7 @@ group's value back to its members (exact groups, LSH buckets, candidate fan-in, 
 through ``join_hot_safe``, which spreads a key with more than ``hot_key_cap`` rows over several
 tasks. A bucket of a million near-identical pages is a star of a million edges handled by many
 tasks, not a million² pairs in one. The component rounds use one window per step instead (see
-``_with_min``).
+``_with_min`` in ``jobs/transforms/components.py``).
 
     spark-submit jobs/stages/dedup.py --input out/demo/filter/kept --output out --run demo
 """
@@ -51,174 +51,49 @@ from __future__ import annotations
 import hashlib
 import json
 from contextlib import ExitStack
-from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional
 
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.window import Window
 
 from jobs.fs import HadoopFS
 from jobs.console import progress_safe_print
-from jobs.stage import MARKER, Stage, Transformed
+from jobs.report.render import number
+from jobs.report.svg import histogram
+from jobs.stage import Stage, Transformed
+from jobs.transforms.components import Checkpointer, attach_group_min, connected_components, join_hot_safe
+from jobs.transforms.dedup_index import INDEX, INDEX_META, EarlierIndex, open_index
 from udfs.common.config import ConfigError
-from udfs.dedup.minhash import (DedupConfig, describe_bands, estimated_jaccard, jaccard, shingles,
-                          signature_batch)
+from udfs.dedup.minhash import DedupConfig, describe_bands, estimated_jaccard, jaccard, shingles, signature_batch
 
 OWN_COLUMNS = ("cluster_id", "survivor_id", "survivor_run", "reject_rule", "_outcome")
-INDEX = "_index"              # the signature index's folder inside <run>/dedup/
-INDEX_META = "_index.json"
 EARLIER_RULE = "duplicate_of_earlier_run"
-
-
-# ---------------------------------------------------------------- skew-safe joins
-
-def join_hot_safe(many: DataFrame, one: DataFrame, keys: List[str], spread_by: str, cap: int) -> DataFrame:
-    """Inner join of ``many`` (any number of rows per key) with ``one`` (one row per key, carrying
-    that key's row count in ``many`` as ``_n``). A key with more than ``cap`` rows is split over
-    ceil(_n / cap) salts: ``many`` rows pick one by a hash of ``spread_by``, the ``one`` row is
-    copied to each. The hot keys are few (at most rows / cap), so their list is broadcast."""
-    hot = F.broadcast(one.where(F.col("_n") > cap)
-                      .select(*keys, F.ceil(F.col("_n") / F.lit(cap)).cast("long").alias("_salts")))
-    many = (many.join(hot, keys, "left")
-            .withColumn("_salt", F.coalesce(F.pmod(F.xxhash64(spread_by), F.col("_salts")), F.lit(0).cast("long")))
-            .drop("_salts"))
-    one = (one.join(hot, keys, "left")
-           .withColumn("_salt", F.explode(F.sequence(F.lit(0).cast("long"),
-                                                     F.coalesce(F.col("_salts"), F.lit(1).cast("long")) - 1)))
-           .drop("_salts", "_n"))
-    return many.join(one, keys + ["_salt"]).drop("_salt")
-
-
-def attach_group_min(rows: DataFrame, keys: List[str], value: Column, out: str, spread_by: str,
-                     cap: int, min_size: int = 1, size_column: Optional[str] = None) -> DataFrame:
-    """``rows`` plus column ``out`` = min(value) over the rows sharing ``keys`` (and the group's row
-    count as ``size_column`` if named); rows of groups with fewer than ``min_size`` rows are dropped."""
-    groups = rows.groupBy(*keys).agg(F.min(value).alias(out), F.count(F.lit(1)).alias("_n"))
-    if min_size > 1:
-        groups = groups.where(F.col("_n") >= min_size)
-    if size_column:
-        groups = groups.withColumn(size_column, F.col("_n"))
-    return join_hot_safe(rows, groups, keys, spread_by, cap)
-
-
-# ---------------------------------------------------------------- connected components
-
-class Checkpointer:
-    """Cuts lineage of iterative results: reliable checkpoints under ``directory`` when given
-    (survive executor loss on a cluster), Spark local checkpoints otherwise."""
-
-    def __init__(self, spark, directory: str):
-        self.reliable = bool(directory)
-        if self.reliable:
-            spark.sparkContext.setCheckpointDir(directory)
-
-    def __call__(self, df: DataFrame) -> DataFrame:
-        return df.checkpoint(eager=True) if self.reliable else df.localCheckpoint(eager=True)
-
-
-def _fingerprint(edges: DataFrame) -> tuple:
-    """Count and two independent 64-bit XOR-hashes of an edge set: equal fingerprints of successive
-    rounds mean no edge changed (a false match has probability ~2^-128)."""
-    row = edges.agg(F.count(F.lit(1)), F.bit_xor(F.xxhash64("src", "dst")),
-                    F.bit_xor(F.xxhash64("dst", "src"))).first()
-    return tuple(row)
-
-
-def _with_min(rows: DataFrame, key: str, value: str, out: str) -> DataFrame:
-    """Rows plus ``out`` = min(value) over the rows sharing ``key``: one shuffle, as a window.
-    Rounds repeat this many times, so it skips the salting of ``join_hot_safe``; a node with a
-    huge neighbourhood is one task, linear in its degree (window buffers spill to disk)."""
-    return rows.withColumn(out, F.min(value).over(Window.partitionBy(key)))
-
-
-def large_star(edges: DataFrame) -> DataFrame:
-    """Every node u links its larger neighbours to m(u), the least of u and its neighbours."""
-    both = edges.select(F.col("src").alias("u"), F.col("dst").alias("v")).unionByName(
-        edges.select(F.col("dst").alias("u"), F.col("src").alias("v")))
-    linked = _with_min(both, "u", "v", "m")
-    return (linked.where(F.col("v") > F.col("u"))
-            .select(F.col("v").alias("src"), F.least("u", "m").alias("dst")).distinct())
-
-
-def small_star(edges: DataFrame) -> DataFrame:
-    """Edges point from larger to smaller ids; every node u links itself and its smaller
-    neighbours to the least of them."""
-    linked = _with_min(edges, "src", "dst", "m")
-    return (linked.where(F.col("dst") != F.col("m")).select(F.col("dst").alias("src"), F.col("m").alias("dst"))
-            .unionByName(linked.select("src", F.col("m").alias("dst")))
-            .distinct())
-
-
-def connected_components(edges: DataFrame, max_rounds: int, checkpoint: Checkpointer) -> Tuple[DataFrame, int]:
-    """(id, root) for every node of ``edges`` other than its component's least id (the root),
-    and the number of large-star/small-star rounds taken."""
-    current = checkpoint(edges.where(F.col("src") != F.col("dst"))
-                         .select(F.greatest("src", "dst").alias("src"), F.least("src", "dst").alias("dst"))
-                         .distinct())
-    seen = _fingerprint(current)
-    if seen[0] == 0:
-        return current.select(F.col("src").alias("id"), F.col("dst").alias("root")), 0
-    for rounds in range(1, max_rounds + 1):
-        current = checkpoint(small_star(large_star(current)))
-        fingerprint = _fingerprint(current)
-        if fingerprint == seen:
-            # A fixed point: every node points at its component's least id.
-            return current.select(F.col("src").alias("id"), F.col("dst").alias("root")), rounds
-        seen = fingerprint
-    raise RuntimeError(f"dedup: connected components did not converge in {max_rounds} rounds "
-                       f"(raise dedup.max_rounds)")
-
-
-# ---------------------------------------------------------------- signature index of earlier runs
-
-@dataclass(frozen=True)
-class EarlierIndex:
-    path: str        # <run>/dedup/_index
-    run: str         # the earlier run's folder, named on the rows it rejects
-    identity: str    # its stage fingerprint and index files: part of this stage's fingerprint
-    schemas: Dict[str, T.StructType]
-
-
-def open_index(fs: HadoopFS, entry: str, settings: DedupConfig) -> EarlierIndex:
-    """The index a ``dedup.against`` entry names (a run folder, its dedup folder or the index
-    folder), checked: its stage committed (the marker, written last, lists the index's files and
-    they are all there with their sizes; the rest of that run may be gone) and its keys were made
-    with this run's settings. Anything else is a one-line ConfigError."""
-    base = fs.qualify(entry).rstrip("/")
-    candidates = [base[:-len(INDEX) - 1]] if base.endswith(f"/{INDEX}") else [base, f"{base}/dedup"]
-    stage_dir = next((d for d in candidates if fs.exists(f"{d}/{INDEX}/{INDEX_META}")), None)
-    if stage_dir is None:
-        raise ConfigError(f"dedup.against: no dedup index at {entry} (a finished dedup stage writes "
-                          f"<run>/dedup/{INDEX}/)")
-    if not fs.exists(f"{stage_dir}/{MARKER}"):
-        raise ConfigError(f"dedup.against: the dedup stage at {stage_dir} did not finish (no {MARKER})")
-    marker = fs.read_json(f"{stage_dir}/{MARKER}")
-    listed = {rel: size for rel, size in marker["files"].items() if rel.startswith(f"{INDEX}/")}
-    present = {f"{INDEX}/{rel}": size for rel, size in fs.list_files(f"{stage_dir}/{INDEX}").items()}
-    if listed != present:
-        raise ConfigError(f"dedup.against: the index at {stage_dir}/{INDEX} does not match the files its "
-                          f"{MARKER} lists (changed or partly copied)")
-    meta = fs.read_json(f"{stage_dir}/{INDEX}/{INDEX_META}")
-    mismatch = settings.index_mismatch(meta["settings"])
-    if mismatch:
-        raise ConfigError(f"dedup.against: the index at {stage_dir}/{INDEX} was built with dedup.{mismatch}; "
-                          f"its keys cannot be compared with this run's")
-    identity = hashlib.sha256(json.dumps([marker["fingerprint"], sorted(listed.items())]).encode()).hexdigest()[:16]
-    return EarlierIndex(f"{stage_dir}/{INDEX}", stage_dir.rsplit("/", 1)[0], identity,
-                        {name: T.StructType.fromJson(schema) for name, schema in meta["schemas"].items()})
 
 
 # ---------------------------------------------------------------- the stage
 
 class DedupStage(Stage):
     name = "dedup"
+    config = DedupConfig
+    order = 40
     required_columns = ("id", "text")
     # Clustering needs every document at once; the signature pass, the costly part, runs by chunks.
     has_chunk_step = True
+
+    @classmethod
+    def report_section(cls, facts) -> str:
+        sizes = facts.stats[cls.name].get("cluster_size_histogram")
+        if not isinstance(sizes, dict) or not sizes:
+            return ""
+        items = sorted(((str(k), int(v)) for k, v in sizes.items()),
+                       key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0)
+        clusters = facts.stats[cls.name].get("clusters", sum(v for _, v in items))
+        return (f"<h2>Duplicate clusters by size</h2><p>{number(clusters)} clusters of two or more documents; "
+                "one survivor is kept per cluster.</p>"
+                + histogram(items, "duplicate cluster sizes", "documents in the cluster", colour="#8c6d46"))
 
     # -- signatures ----------------------------------------------------------------------------
 

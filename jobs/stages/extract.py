@@ -13,15 +13,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from jobs.stage import Stage, Transformed
-from udfs.extract.warc import WarcDocumentReader
+from jobs.stage import Stage, Transformed, bookkeeping_fields
+from udfs.extract.warc import ExtractConfig, WarcDocumentReader
 
 EXTRACT_SCHEMA = pa.schema([
     ("id", pa.string()), ("url", pa.string()), ("host", pa.string()),
     ("crawl_date", pa.timestamp("us", tz="UTC")), ("source", pa.string()), ("text", pa.string()),
     ("content_length", pa.int64()), ("charset", pa.string()), ("record_offset", pa.int64()),
-    ("_outcome", pa.string()), ("reject_rule", pa.string()), ("reject_value", pa.string()),
-    ("error", pa.string()), ("_count", pa.int64()),
+    *bookkeeping_fields("_outcome", "reject_rule", "reject_value", "error", "_count"),
 ])
 # Rows per Arrow batch handed back to the JVM: bounds Python worker memory independent of file size.
 BATCH_ROWS = 256
@@ -40,12 +39,16 @@ def open_uri(uri: str):
 
 class ExtractStage(Stage):
     name = "extract"
+    config = ExtractConfig
+    order = 10
+    input = "files"
+    units = ("WARC records", "documents")
     chunked = True
     reason_columns = {"rejected": "reject_rule", "skipped": "reject_rule", "error": "error"}
 
-    def __init__(self, spark, cfg, sample_fraction=None):
-        super().__init__(spark, cfg)
-        self.sample_fraction = sample_fraction
+    @staticmethod
+    def report_cards(stats: dict) -> list:
+        return [("WARC records read", stats.get("records_in")), ("documents extracted", stats.get("kept"))]
 
     def artifact_fingerprint(self) -> str:
         """The URL block lists' contents: a changed list re-runs extract."""

@@ -1,11 +1,12 @@
-"""filter: language ID and heuristic quality rules over documents (seed 000 layer 2, seed 003).
+"""filter: language ID and heuristic quality rules over documents (Gopher, C4, FineWeb, a table of
+simple thresholds, n-gram perplexity).
 
     spark-submit jobs/stages/filter.py --input out/demo/extract/kept --run demo
 
 Every document passes once through ``udfs.filter.rules.DocumentFilter`` inside an Arrow batch
 (``mapInArrow``): fastText LID, the quality signals, the rules. Kept and rejected rows both carry
 ``lang``, ``lang_score`` and every signal (so a new threshold needs no recomputation); rejected rows
-carry the first failing rule in ``reject_rule`` and its measured value in ``reject_value`` (double),
+carry the first failing rule in ``reject_rule`` and its measured value in ``reject_value`` (as text),
 and ``failed_rules`` lists every rule a document fails. ``_stats.json`` gets, per rule, the documents
 it rejected first (``first_hit``) and would have rejected alone (``alone``), and the stage writes a
 deterministic sample of rejected documents per rule to ``<stage>/samples/<rule>.jsonl``. The samples
@@ -33,10 +34,13 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from jobs.fs import HadoopFS
+from jobs.report.facts import top_counts
+from jobs.report.render import table
+from jobs.report.svg import bar_chart
 from jobs.transforms.perplexity import with_ppl_bucket
 from jobs.transforms.scrub import scrubbed_rows, spot_check_picks
-from jobs.stage import Stage, Transformed
-from udfs.filter.rules import FILTER_SIGNALS, DocumentFilter
+from jobs.stage import Stage, Transformed, bookkeeping_fields, measured_values
+from udfs.filter.rules import FILTER_SIGNALS, DocumentFilter, FilterConfig
 
 _ARROW_KINDS = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
 # The columns this stage adds (replacing same-named input columns), in output order.
@@ -44,8 +48,8 @@ FILTER_FIELDS = pa.schema(
     [("lang", pa.string()), ("lang_score", pa.float64())]
     + [(name, _ARROW_KINDS[kind]) for name, kind in FILTER_SIGNALS.items()]
     + [("perplexity", pa.float64())]
-    + [("failed_rules", pa.list_(pa.string())), ("reject_rule", pa.string()), ("reject_value", pa.float64()),
-       ("error", pa.string()), ("_outcome", pa.string())])
+    + [("failed_rules", pa.list_(pa.string()))]
+    + bookkeeping_fields("reject_rule", "reject_value", "error", "_outcome"))
 # What a spot-check sample shows of each rejected document.
 SAMPLE_COLUMNS = ["id", "url", "lang", "lang_score", "reject_rule", "reject_value", "failed_rules", "text"]
 _TOP_LANGUAGES = 50
@@ -55,9 +59,40 @@ _RULE_STATS_SCHEMA = from_arrow_schema(pa.schema([FILTER_FIELDS.field(name)
 
 class FilterStage(Stage):
     name = "filter"
+    config = FilterConfig
+    order = 20
     # The samples are scrubbed with the pii settings: a change there rewrites them.
     reads = ("pii",)
     required_columns = ("text",)
+    # The text's length as filtered (a later stage may change the text).
+    text_length_column = "n_chars"
+
+    @classmethod
+    def report_facts(cls, read, stats: dict) -> dict:
+        languages = stats.get("languages")
+        if isinstance(languages, dict):
+            return {"languages": {str(k): int(v) for k, v in languages.items()}}
+        filtered = read("kept", "rejected")
+        return {"languages": top_counts(filtered, "lang") if filtered is not None and "lang" in filtered.columns
+                else {}}
+
+    @classmethod
+    def report_section(cls, facts) -> str:
+        parts = []
+        rules = facts.stats[cls.name].get("rules")
+        if isinstance(rules, list) and rules and all(isinstance(r, dict) for r in rules):
+            # The chart shows the rules that fired; the table lists every rule, in evaluation order.
+            items = [(r.get("rule", "?"), int(r.get("first_hit") or 0)) for r in rules if r.get("first_hit")]
+            if items:
+                parts.append(bar_chart(items, "filter rejections per rule (first rule hit)", colour="#b8423a"))
+            parts.append(table(("rule (evaluation order)", "rejected (first rule hit)", "would reject alone"),
+                               [(r.get("rule", "?"), r.get("first_hit", 0), r.get("alone", "")) for r in rules]))
+        languages = facts.stage_facts.get(cls.name, {}).get("languages")
+        if languages:
+            items = sorted(languages.items(), key=lambda kv: -kv[1])[:20]
+            parts.append("<h3>Languages (top 20, filter input)</h3>"
+                         + bar_chart(items, "documents per language", colour="#2aa3b5", label_width=80))
+        return "<h2>Rejections per rule</h2>" + "".join(parts) if parts else ""
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
         docs = docs.drop(*[c for c in FILTER_FIELDS.names + ["ppl_bucket"] if c in docs.columns])
@@ -68,7 +103,8 @@ class FilterStage(Stage):
             doc_filter = DocumentFilter(settings)  # the LID model itself is cached per worker
             for batch in batches:
                 columns = doc_filter.apply(batch.column("text").to_pylist())
-                added = [pa.array(columns[f.name], type=f.type) for f in out_fields]
+                added = [measured_values(columns[f.name]) if f.name == "reject_value" else
+                         pa.array(columns[f.name], type=f.type) for f in out_fields]
                 yield pa.RecordBatch.from_arrays(batch.columns + added,
                                                  names=batch.schema.names + out_fields.names)
 

@@ -43,9 +43,10 @@ from pyspark.sql import functions as F
 from jobs.fs import HadoopFS
 from jobs.stage import Stage, Transformed
 from udfs.common.config import ConfigError
-from udfs.mindrecord.records import (COPY_SUFFIX, DOCUMENT_SCHEMA, MANIFEST, MISSING_SCORE, SEQUENCE_FIELDS, balance_plan,
-                             check_compatible, check_reachable, is_remote, manifest_stages, mindrecord_rows,
-                             s3_options_from_hadoop, sequence_schema, shard_name, upload_files)
+from udfs.mindrecord.records import (COPY_SUFFIX, DOCUMENT_SCHEMA, MANIFEST, MISSING_SCORE, SEQUENCE_FIELDS,
+                                     MindRecordConfig, balance_plan, check_compatible, check_reachable, is_remote,
+                                     manifest_stages, mindrecord_rows, s3_options_from_hadoop, sequence_schema,
+                                     shard_name, upload_files)
 
 SHARDS_SCHEMA = "shard int, file string, rows long, tokens long, _outcome string"
 
@@ -111,8 +112,21 @@ def scratch_root(configured: str) -> str:
 
 class MindRecordStage(Stage):
     name = "mindrecord"
+    config = MindRecordConfig
+    order = 90
+    units = ("sequences", "sequences")
+    kept_documents = False
     reads = ("mix.buckets", "pack.seq_len")
     required_columns = ("bucket",)  # from the mix stage
+
+    @staticmethod
+    def report_cards(stats: dict) -> list:
+        shards = stats.get("shards")
+        return [("MindRecord shards", len(shards)), ("MindRecord rows", stats.get("kept"))] if isinstance(shards, list) else []
+
+    @staticmethod
+    def output_note(stats: dict) -> str:
+        return f"in {len(stats['shards']):,} shard files" if isinstance(stats.get("shards"), list) else ""
 
     def s3_options(self) -> dict:
         return s3_options_from_hadoop(self.spark.sparkContext._jsc.hadoopConfiguration().get)

@@ -17,17 +17,17 @@ Output:
 Counts reconcile per document: ``records_in = kept (distinct documents) + rejected``; the extra rows
 of repeated documents are reported separately as ``repeat_rows`` (``rows_written = kept + repeat_rows``).
 """
-from __future__ import annotations
-
 from contextlib import ExitStack
 from typing import Dict
 
-import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from jobs.report.render import table
+from jobs.report.svg import paired_bar_chart
 from jobs.stage import Stage, Transformed
-from udfs.mix.mixture import DomainPlan, DomainRules, copies_batch, effective_tokens, estimate_tokens, plan_mixture
+from udfs.mix.mixture import (DomainPlan, DomainRules, MixConfig, copies_batch, effective_tokens, estimate_tokens,
+                              plan_mixture)
 
 DOWNSAMPLED = "mixture_downsample"
 
@@ -40,12 +40,47 @@ def copy_bucket(doc_id, epoch, buckets: int):
 
 class MixStage(Stage):
     name = "mix"
+    config = MixConfig
+    order = 70
     required_columns = ("id", "url", "text")
     partition_columns = ("bucket",)
+
+    @classmethod
+    def report_section(cls, facts) -> str:
+        mixture = facts.stats[cls.name].get("mixture")
+        if not isinstance(mixture, dict) or not isinstance(mixture.get("target"), dict):
+            return ""
+        target = mixture["target"]
+        achieved = mixture.get("achieved") or {}
+        series = [("target", [float(target.get(d) or 0) for d in target]),
+                  ("achieved (mix, estimated tokens)", [float(achieved.get(d) or 0) for d in target])]
+        exact = facts.stats.get("pack", {}).get("mixture_exact")  # counted in tokens by the stage after
+        if isinstance(exact, dict):
+            series.append(("achieved (pack, exact tokens)", [float(exact.get(d) or 0) for d in target]))
+        domains = facts.stats[cls.name].get("domains")
+        rows = ""
+        if isinstance(domains, dict):
+            keys = [k for k in ("available_docs", "docs_out", "rows_out", "tokens_out", "planned_epochs",
+                                "max_epochs", "capped") if any(k in (d or {}) for d in domains.values())]
+            rows = table(("domain", *keys), [(name, *[(d or {}).get(k, "") for k in keys])
+                                             for name, d in domains.items()])
+        return ("<h2>Domain mixture: target vs achieved</h2>"
+                + paired_bar_chart(list(target), series, "domain weights, target vs achieved") + rows)
+
+    @staticmethod
+    def output_note(stats: dict) -> str:
+        """mix keeps documents but writes one row per copy: a repeated document is written once per epoch."""
+        rows, repeats = stats.get("rows_written"), stats.get("repeat_rows")
+        if isinstance(rows, int) and rows != stats.get("kept"):
+            return f"written as {rows:,} document copies ({repeats or 0:,} repeats)"
+        return ""
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
         cfg = self.settings
         rules = DomainRules(cfg)
+        # Imported here, not with the module: the driver imports every stage for its declaration before
+        # the JVM starts. (The UDFs' type hints are evaluated where they are defined, so no __future__ import.)
+        import pandas as pd
 
         @F.pandas_udf("string")
         def label(url: pd.Series, host: pd.Series, source: pd.Series) -> pd.Series:

@@ -31,8 +31,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from jobs.fs import HadoopFS
 from jobs.stages.mix import copy_bucket
-from jobs.stage import BOOKKEEPING_COLUMNS, Stage, Transformed
-from udfs.pack.packing import PackedSequence, SequencePacker
+from jobs.stage import Stage, Transformed, bookkeeping_fields, drop_bookkeeping
+from udfs.pack.packing import PackConfig, PackedSequence, SequencePacker
 from udfs.pack.tokenizer import cached_tokenizer
 
 SEGMENT = pa.struct([("sample_id", pa.string()), ("domain", pa.string()), ("piece", pa.int32()),
@@ -42,8 +42,7 @@ PACK_SCHEMA = pa.schema([
     ("id", pa.string()), ("bucket", pa.int32()),
     ("input_ids", pa.list_(pa.int32())), ("segment_ids", pa.list_(pa.int32())), ("loss_mask", pa.list_(pa.int32())),
     ("n_tokens", pa.int32()), ("segments", pa.list_(SEGMENT)),
-    ("_count", pa.int64()), ("_outcome", pa.string()), ("reject_rule", pa.string()),
-    ("reject_value", pa.string()), ("error", pa.string()),
+    *bookkeeping_fields("_count", "_outcome", "reject_rule", "reject_value", "error"),
 ])
 EMPTY = "empty_text"
 # Sequences per Arrow batch handed back to the JVM (a batch holds 3 × rows × seq_len int32).
@@ -80,9 +79,27 @@ def dropped_row(sample_id: str, bucket: int, outcome: str, reason: str) -> dict:
 
 class PackStage(Stage):
     name = "pack"
+    config = PackConfig
+    order = 80
+    units = ("document copies", "document copies")
+    kept_documents = False
     reads = ("mix.buckets",)
     required_columns = ("text",)
     partition_columns = ("bucket",)
+
+    @staticmethod
+    def report_cards(stats: dict) -> list:
+        return [(label, stats[key]) for key, label in (("tokens", "packed tokens"), ("sequences", "packed sequences"),
+                                                       ("packing_efficiency", "packing efficiency"))
+                if isinstance(stats.get(key), (int, float))]
+
+    @staticmethod
+    def output_note(stats: dict) -> str:
+        if not (isinstance(stats.get("sequences"), int) and stats.get("seq_len")):
+            return ""
+        full = stats.get("packing_efficiency")
+        return (f"packed into {stats['sequences']:,} sequences of {stats['seq_len']:,} tokens"
+                + (f" ({full:.1%} full)" if isinstance(full, float) else ""))
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
         cfg, buckets = self.settings, self.cfg.mix.buckets
@@ -137,7 +154,7 @@ class PackStage(Stage):
         super().finalize(tmp_dir, schema)
         kept = self.spark.read.parquet(f"{tmp_dir}/kept")
         clean = f"{tmp_dir}/kept.clean"
-        (kept.drop(*[c for c in BOOKKEEPING_COLUMNS if c in kept.columns]).write.partitionBy(*partitions)
+        (drop_bookkeeping(kept).write.partitionBy(*partitions)
             .option("compression", self.cfg.io.parquet_compression).parquet(clean))
         fs.delete(f"{tmp_dir}/kept")
         fs.rename(clean, f"{tmp_dir}/kept")

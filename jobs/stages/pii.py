@@ -22,8 +22,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.fs import HadoopFS
+from jobs.report.svg import bar_chart
 from jobs.transforms.scrub import scrubbed
 from jobs.stage import Stage, Transformed
+from udfs.pii.scrub import PiiConfig
 
 
 def replaced_per_type(docs: DataFrame, column: str) -> Dict[str, int]:
@@ -34,8 +36,30 @@ def replaced_per_type(docs: DataFrame, column: str) -> Dict[str, int]:
 
 class PiiStage(Stage):
     name = "pii"
+    config = PiiConfig
+    order = 30
     chunked = True
     required_columns = ("text",)
+
+    @classmethod
+    def report_facts(cls, read, stats: dict) -> dict:
+        counts = {}
+        for key, column in (("pii_replaced", "pii"), ("url_pii_replaced", "url_pii")):
+            if isinstance(stats.get(key), dict):
+                counts[column] = {str(k): int(v) for k, v in stats[key].items()}
+            else:
+                docs = read("kept", "rejected")
+                counts[column] = replaced_per_type(docs, column) if docs is not None and column in docs.columns else {}
+        return counts
+
+    @classmethod
+    def report_section(cls, facts) -> str:
+        counts = facts.stage_facts.get(cls.name, {})
+        charts = [bar_chart(sorted(counts[column].items(), key=lambda kv: -kv[1]), title, colour="#d9822b",
+                            label_width=160)
+                  for column, title in (("pii", "PII replacements per type, in the text"),
+                                        ("url_pii", "PII replacements per type, in the URL")) if counts.get(column)]
+        return "<h2>PII replaced, per type</h2>" + "".join(charts) if charts else ""
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
         return Transformed(scrubbed(docs, self.settings))

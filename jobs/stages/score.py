@@ -17,36 +17,56 @@ Under ``on_failure: null`` rows the service could not score land in errors/ with
 With no ``service_url`` the stage starts the service itself (the shipped model on a free loopback
 port) for the duration of its write; the runner stops it afterwards, also when the stage fails.
 """
-from __future__ import annotations
-
 import hashlib
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Iterator, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
-import pandas as pd
 from pyspark import TaskContext
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 
 from jobs.fs import HadoopFS
-from jobs.stage import BOOKKEEPING_COLUMNS, MARKER, OUTCOMES, Stage, Transformed
+from jobs.report.render import number
+from jobs.report.svg import KEPT_COLOUR, REJECTED_COLOUR, histogram
+from jobs.stage import MARKER, OUTCOMES, Stage, Transformed, drop_bookkeeping
 from scoring_service.client import LocalService
 from scoring_service.artifacts import read_info
 from udfs.common.config import ConfigError
-from udfs.score.scoring import score_texts, worker_client, worker_scorer
+from udfs.score.scoring import ScoreConfig, score_texts, worker_client, worker_scorer
 
 SCORE = "quality_score"
 REJECT_RULE = "quality_score"
 SCORE_UNAVAILABLE = "score_unavailable"
+SCORE_BINS = 20  # of the report's histogram over [0, 1]
 
 
 class ScoreStage(Stage):
     name = "score"
+    config = ScoreConfig
+    order = 60
     chunked = True
     required_columns = ("text",)
     _local_url: Optional[str] = None  # the loopback service this stage started, while it runs
+
+    @classmethod
+    def report_facts(cls, read, stats: dict) -> dict:
+        scored = scores_by_outcome(read("kept"), read("rejected"))
+        return {"histogram": score_histogram(scored) if scored is not None else []}
+
+    @classmethod
+    def report_section(cls, facts) -> str:
+        bins = facts.stage_facts.get(cls.name, {}).get("histogram")
+        if not bins:
+            return ""
+        threshold = facts.stats[cls.name].get("threshold")
+        known = isinstance(threshold, (int, float))
+        return (f"<h2>Quality score: kept and rejected{f' by the threshold {number(threshold)}' if known else ''}"
+                f"</h2>"
+                + histogram(bins, "quality score histogram", "quality score (bin start)",
+                            parts=(("kept", KEPT_COLOUR), ("rejected", REJECTED_COLOUR)),
+                            marker=(threshold * SCORE_BINS, f"threshold {number(threshold)}") if known else None))
 
     def artifact_fingerprint(self) -> str:
         """The model the stage starts its own service with (or loads, in local mode): retraining it
@@ -85,7 +105,7 @@ class ScoreStage(Stage):
             docs = frames[0]
             for frame in frames[1:]:
                 docs = docs.unionByName(frame, allowMissingColumns=True)
-            return docs.drop(*[c for c in BOOKKEEPING_COLUMNS if c in docs.columns])
+            return drop_bookkeeping(docs)
         return super().load(path)
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
@@ -107,6 +127,10 @@ class ScoreStage(Stage):
         if not to_score:
             scored = docs.withColumn(SCORE, F.col(SCORE).cast("float"))
         else:
+            # Imported here, not with the module: the driver imports every stage for its declaration before
+            # the JVM starts. (The UDFs' type hints are evaluated where they are defined, so no __future__ import.)
+            import pandas as pd
+
             @pandas_udf("float")
             def quality_score(batches: Iterator[Tuple[pd.Series, pd.Series]]) -> Iterator[pd.Series]:
                 scorer = (worker_scorer(settings) if local
@@ -134,6 +158,28 @@ class ScoreStage(Stage):
                     .groupBy(F.least(F.floor(F.col(SCORE) * 10), F.lit(9)).alias("bin")).count().collect())
             histogram = {f"{r['bin'] / 10:.1f}-{(r['bin'] + 1) / 10:.1f}": r["count"] for r in sorted(rows)}
         return {**facts, "score_histogram": histogram}
+
+
+def scores_by_outcome(kept: Optional[DataFrame], rejected: Optional[DataFrame]) -> Optional[DataFrame]:
+    """``quality_score`` and ``outcome`` (kept / rejected) of the score stage's rows, as
+    ``score_histogram`` reads them; None when neither part has scores."""
+    parts = [docs.select("quality_score", F.lit(outcome).alias("outcome"))
+             for outcome, docs in (("kept", kept), ("rejected", rejected))
+             if docs is not None and "quality_score" in docs.columns]
+    return parts[0].unionByName(parts[1]) if len(parts) == 2 else (parts[0] if parts else None)
+
+
+def score_histogram(docs: DataFrame) -> List[Tuple[str, Tuple[int, int]]]:
+    """(kept, rejected) documents per quality-score bin over [0, 1], from ``quality_score`` and
+    ``outcome``; unscored rows (null or negative) are left out."""
+    score = F.col("quality_score")
+    bins = (docs.where(score.isNotNull() & (score >= 0))
+            .select(F.least(F.floor(score * SCORE_BINS), F.lit(SCORE_BINS - 1)).cast("int").alias("b"), "outcome"))
+    counts = {(r["b"], r["outcome"]): r["count"] for r in bins.groupBy("b", "outcome").count().collect()}
+    if not counts:
+        return []
+    return [(f"{b / SCORE_BINS:.2f}", (counts.get((b, "kept"), 0), counts.get((b, "rejected"), 0)))
+            for b in range(SCORE_BINS)]
 
 
 if __name__ == "__main__":

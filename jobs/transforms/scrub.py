@@ -14,11 +14,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from jobs.stage import bookkeeping_fields
 from udfs.pii.scrub import scrubber_for
 
 # The columns the pii stage adds (replacing same-named input columns), in output order.
 PII_COUNTS = pa.map_(pa.string(), pa.int32())
-PII_FIELDS = pa.schema([("pii", PII_COUNTS), ("url_pii", PII_COUNTS), ("error", pa.string()), ("_outcome", pa.string())])
+PII_FIELDS = pa.schema([("pii", PII_COUNTS), ("url_pii", PII_COUNTS), *bookkeeping_fields("error", "_outcome")])
 
 
 def scrubbed(docs: DataFrame, settings) -> DataFrame:
@@ -61,8 +62,8 @@ def scrubbed_rows(rows: Sequence[Row], settings) -> List[dict]:
 
     In the driver: a run's samples are a few hundred rows, and the driver's one scrubber serves the
     filter's samples and the report alike (built in the background while the run starts,
-    ``jobs/cli.py``), where a Spark task made a Python worker import Presidio for each (~1 s of CPU
-    apiece, at the end of the run when nothing else runs)."""
+    ``jobs/cli.py``), rather than in a one-task Spark job each, whose Python worker would import
+    Presidio again at the end of the run."""
     scrubber = scrubber_for(settings)
     shown = []
     for row in rows:

@@ -19,7 +19,7 @@ n-grams that run from a question into its answer are there too; a text line is o
 
 Every n-gram of every benchmark goes into one sorted array of 64-bit hashes with, beside it, the
 benchmark it came from, and a bitmap of one byte per n-gram in front of it (``NgramIndex``): a lookup
-of a whole batch of documents is one bitmap test and one ``searchsorted`` of the ~12% that pass it,
+of a whole batch of documents is one bitmap test and one ``searchsorted`` of the few that pass it,
 whatever the number of benchmarks, and the workers memory-map the arrays (one copy per machine).
 """
 from __future__ import annotations
@@ -38,6 +38,7 @@ import xxhash
 
 from udfs.common.config import ConfigError
 from udfs.common.scripts import UNSEGMENTED_RANGES  # the scripts dedup shingles by character
+from udfs.common.worker import worker_resource
 
 ACTIONS = ("reject", "flag")
 RULE = "decontamination"
@@ -239,14 +240,8 @@ class NgramIndex:
     def mapped(cls, paths: Sequence[str], names: List[str], lengths: List[int]) -> "NgramIndex":
         """The index of saved arrays, memory-mapped (the page cache shares them between processes)
         and kept for the life of the worker process."""
-        key = tuple(paths)
-        if key not in _MAPPED:
-            arrays = [np.load(path, mmap_mode="r") for path in paths]
-            _MAPPED[key] = cls(*arrays, names=names, lengths=lengths, items={})
-        return _MAPPED[key]
-
-
-_MAPPED: Dict[Tuple[str, ...], NgramIndex] = {}
+        return worker_resource("decontam.index", tuple(paths), lambda: cls(
+            *[np.load(path, mmap_mode="r") for path in paths], names=names, lengths=lengths, items={}))
 
 
 def _bitmap(hashes: np.ndarray) -> np.ndarray:
@@ -311,7 +306,7 @@ def match(texts: Sequence[Optional[str]], index: NgramIndex) -> Tuple[np.ndarray
         for _, grams, text in tokens.ngrams(index.lengths):
             maybe = may_contain(index.bitmap, grams)
             grams, text = grams[maybe], text[maybe]
-            # Sorted queries walk the (memory-mapped) index in order: ~20x faster than random ones.
+            # Sorted queries walk the (memory-mapped) index in order: much faster than random ones.
             order = np.argsort(grams)
             grams, text = grams[order], text[order]
             at = np.minimum(np.searchsorted(hashes, grams), len(hashes) - 1)

@@ -7,7 +7,7 @@ hashed with numpy arithmetic (a splitmix64 finaliser, 64-bit), and the MinHash p
 
 Shingles are word n-grams for space-delimited scripts and character n-grams for scripts written
 without spaces (Chinese, Japanese, Thai…). A document at least half written in such scripts is
-shingled by characters (``cjk_ngram``, 3, seed 000), spaces ignored; any other by words
+shingled by characters (``cjk_ngram``, 3), spaces ignored; any other by words
 (``word_ngram``, 5), where a character of an unsegmented script still counts as a word of its own, so
 a Chinese name inside English text does not glue its neighbours into one token. A document shorter
 than n tokens is one shingle.
@@ -25,6 +25,7 @@ import xxhash
 
 from udfs.common.config import ConfigError
 from udfs.common.scripts import UNSEGMENTED_RANGES
+from udfs.common.worker import worker_resource
 
 VERIFY_MODES = ("jaccard", "signature", "none")
 
@@ -376,15 +377,10 @@ def describe_bands(bands: int, rows: int, points=(0.5, 0.6, 0.7, 0.75, 0.8, 0.85
 
 # ---------------------------------------------------------------- batch entry point
 
-_PERMS: dict = {}
-
-
 def permutations(cfg: DedupConfig) -> Permutations:
     """Built once per Python worker and configuration."""
-    key = (cfg.num_perm, cfg.seed)
-    if key not in _PERMS:
-        _PERMS[key] = Permutations.make(cfg.num_perm, cfg.seed)
-    return _PERMS[key]
+    return worker_resource("dedup.permutations", (cfg.num_perm, cfg.seed),
+                           lambda: Permutations.make(cfg.num_perm, cfg.seed))
 
 
 @dataclass

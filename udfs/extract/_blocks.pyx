@@ -5,8 +5,8 @@ One loop over a page's units fills the feature rows, in the order of ``FEATURES`
 the whole-column numpy arithmetic that tests/test_boilerplate.py keeps as the reference; the scores
 are the rows' dot products with the weights, summed in feature order (the reference's matrix product
 may sum in another order: equal within 1e-9 relative, the same keep decisions on the development
-sets and the bench pages). A page has 45 units on average: numpy's ~40 calls a page cost more than the
-arithmetic, about 0.23 ms of the block pass's 0.5 ms a page, against 0.026 ms here (2,000 bench pages).
+sets and the bench pages). A page has a few dozen units, too few for numpy: its ~40 calls a page cost
+more than the arithmetic they do (``bench/e2e_profile.py`` times the block pass).
 
 Each unit's furniture-line verdict (the Python test passed in) is stored on the unit, for the line
 pass to reuse.

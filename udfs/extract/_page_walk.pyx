@@ -2,10 +2,9 @@
 """A page's text units from one parse and two walks over lexbor's DOM: main content, element pass,
 whole page.
 
-The HTML is parsed by lexbor (the copy inside selectolax, whose functions are looked up in its
-module with ``dlsym``; no headers needed, nothing compiled at run time). A first walk measures
-every element (its text and link text, what its class, id and other attributes say); a second
-records every visible text node as a piece of a unit (a paragraph, heading, ``pre`` or line, cut
+The HTML is parsed by lexbor (the copy inside selectolax, bound in udfs/extract/_lexbor.pyx). A first
+walk measures every element (its text and link text, what its class, id and other attributes say); a
+second records every visible text node as a piece of a unit (a paragraph, heading, ``pre`` or line, cut
 where resiliparse's ``minimal_html`` cut them) with two marks: outside the main content (``MAIN``:
 resiliparse's rules, by tag, depth, link density, role and class/id names; udfs/extract/main_content.py)
 and inside page furniture (``FURNITURE``: the element pass of udfs/extract/boilerplate.py).
@@ -16,10 +15,6 @@ needed a selector built per page and up to three extractions for them).
 What a class/id pair means is asked of a Python function (``name_bits``) once per worker and kept
 in a table keyed by a 64-bit hash of the pair; only the names that hold a keyword are handed over,
 and elements without either attribute cost no look-up.
-
-The structs below mirror lexbor 2.x's node, element, attribute and character data (as bundled in
-selectolax 1.0); ``load`` parses a known page through them and refuses to run if what it reads is
-not that page (tests/test_page_walk.py also checks every character read against selectolax's API).
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -27,73 +22,14 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memchr, memcmp
 
+from udfs.extract._lexbor cimport (NODE_ELEMENT, NODE_TEXT, Lexbor, cm_attr_t, cm_chardata_t, cm_element_t,
+                                   cm_node_t, cm_str_t, tag_ids)
+from udfs.extract._lexbor cimport load as load_lexbor
+
 
 cdef extern from "string.h" nogil:
     void *memmem(const void *haystack, size_t haystacklen, const void *needle, size_t needlelen)
 
-
-cdef extern from "dlfcn.h" nogil:
-    void *dlopen(const char *filename, int flag)
-    void *dlsym(void *handle, const char *symbol)
-    char *dlerror()
-    int RTLD_NOW
-    int RTLD_LOCAL
-
-cdef extern from *:
-    """
-    typedef struct cm_str { unsigned char *data; size_t length; } cm_str_t;
-    typedef struct cm_node {
-        void *events; uintptr_t local_name; uintptr_t prefix; uintptr_t ns; void *owner_document;
-        struct cm_node *next; struct cm_node *prev; struct cm_node *parent;
-        struct cm_node *first_child; struct cm_node *last_child; void *user; int type;
-    } cm_node_t;
-    typedef struct { cm_node_t node; cm_str_t data; } cm_chardata_t;
-    typedef struct cm_attr {
-        cm_node_t node; uintptr_t upper_name; uintptr_t qualified_name; cm_str_t *value; void *owner;
-        struct cm_attr *next; struct cm_attr *prev;
-    } cm_attr_t;
-    typedef struct {
-        cm_node_t node; uintptr_t upper_name; uintptr_t qualified_name; cm_str_t *is_value;
-        cm_attr_t *first_attr; cm_attr_t *last_attr; cm_attr_t *attr_id; cm_attr_t *attr_class; int custom_state;
-    } cm_element_t;
-    typedef void *(*cm_create_f)(void);
-    typedef unsigned int (*cm_parse_f)(void *, const unsigned char *, size_t);
-    typedef void *(*cm_destroy_f)(void *);
-    typedef void *(*cm_body_f)(void *);
-    typedef const unsigned char *(*cm_name_f)(void *, size_t *);
-    typedef void *(*cm_create_element_f)(void *, const unsigned char *, size_t, void *);
-    """
-    ctypedef struct cm_str_t:
-        unsigned char *data
-        size_t length
-    ctypedef struct cm_node_t:
-        uintptr_t local_name
-        cm_node_t *next
-        cm_node_t *parent
-        cm_node_t *first_child
-        void *user
-        int type
-    ctypedef struct cm_chardata_t:
-        cm_node_t node
-        cm_str_t data
-    ctypedef struct cm_attr_t:
-        cm_node_t node
-        cm_str_t *value
-        cm_attr_t *next
-    ctypedef struct cm_element_t:
-        cm_node_t node
-        cm_attr_t *first_attr
-        cm_attr_t *attr_id
-        cm_attr_t *attr_class
-    ctypedef void *(*cm_create_f)() nogil
-    ctypedef unsigned int (*cm_parse_f)(void *, const unsigned char *, size_t) nogil
-    ctypedef void *(*cm_destroy_f)(void *) nogil
-    ctypedef void *(*cm_body_f)(void *) nogil
-    ctypedef const unsigned char *(*cm_name_f)(void *, size_t *) nogil
-    ctypedef void *(*cm_create_element_f)(void *, const unsigned char *, size_t, void *) nogil
-
-DEF NODE_ELEMENT = 1
-DEF NODE_TEXT = 3
 
 # The deepest nesting of elements a page may have (real pages: median 13, the deepest of 4,120 from
 # the development sets and the bench 165); lexbor parses 5,000 nested elements in ~20 ms.
@@ -156,77 +92,20 @@ _NOT_MAIN_ITEMPROPS = frozenset((b"datePublished", b"author", b"url"))
 DEF TAG_TABLE = 512
 DEF CACHE_SLOTS = 65536  # class/id pairs remembered (a power of two); emptied when three quarters full
 
-cdef cm_create_f _create = NULL
-cdef cm_parse_f _parse = NULL
-cdef cm_destroy_f _destroy = NULL
-cdef cm_body_f _body = NULL
-cdef cm_name_f _attr_name = NULL
-cdef cm_create_element_f _create_element = NULL
+cdef Lexbor _lexbor  # lexbor's functions (all NULL until ``load``)
 cdef uint32_t _tag_cat[TAG_TABLE]
 cdef uintptr_t _kind_tag[8]
 cdef uintptr_t _tag_body, _tag_footer, _tag_ul, _tag_article, _tag_div, _tag_a, _tag_li, _tag_td
 
 
-cdef void *_symbol(void *handle, const char *name) except NULL:
-    cdef void *found = dlsym(handle, name)
-    if found == NULL:
-        raise ImportError(f"selectolax's lexbor has no {name.decode()}: selectolax 1.0.x is needed")
-    return found
-
-
 def load(str module_path):
     """Look up lexbor's functions in selectolax's compiled module (already imported by the caller)."""
-    global _create, _parse, _destroy, _body, _attr_name, _create_element
-    cdef bytes path = module_path.encode()
-    cdef void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL)
-    if handle == NULL:
-        raise ImportError(f"cannot open {module_path}: {dlerror().decode()}")
-    _create = <cm_create_f>_symbol(handle, b"lxb_html_document_create")
-    _parse = <cm_parse_f>_symbol(handle, b"lxb_html_document_parse")
-    _destroy = <cm_destroy_f>_symbol(handle, b"lxb_html_document_destroy")
-    _body = <cm_body_f>_symbol(handle, b"lxb_html_document_body_element_noi")
-    _attr_name = <cm_name_f>_symbol(handle, b"lxb_dom_attr_local_name_noi")
-    _create_element = <cm_create_element_f>_symbol(handle, b"lxb_dom_document_create_element")
+    load_lexbor(module_path, &_lexbor)
     _learn_tags()
-    _check_layout()
-
-
-cdef void _check_layout() except *:
-    """Parse a known page and read it through the structs above; refuse to run on a lexbor whose
-    layout differs (selectolax's pin keeps it from happening)."""
-    cdef bytes probe = b'<html><body><p class="probe-class" id="probe-id" role="main">probe text</p></body></html>'
-    cdef void *document = _create()
-    cdef cm_node_t *body
-    cdef cm_node_t *paragraph
-    cdef cm_element_t *element
-    cdef cm_chardata_t *text
-    cdef size_t length
-    cdef const unsigned char *name
-    if document == NULL:
-        raise MemoryError()
-    try:
-        if _parse(document, <const unsigned char *>PyBytes_AS_STRING(probe), len(probe)) != 0:
-            raise ImportError("lexbor could not parse the layout probe")
-        body = <cm_node_t *>_body(document)
-        paragraph = body.first_child if body != NULL else NULL
-        if paragraph == NULL or paragraph.type != NODE_ELEMENT or paragraph.parent != body \
-                or paragraph.local_name != _kind_tag[0] or paragraph.next != NULL:
-            raise ImportError("lexbor's node struct is not laid out as udfs/extract/_page_walk.pyx reads it")
-        element = <cm_element_t *>paragraph
-        name = _attr_name(element.first_attr, &length) if element.first_attr != NULL else NULL
-        if element.attr_class == NULL or element.attr_id == NULL or name == NULL or name[:length] != b"class" \
-                or element.attr_class.value.data[:element.attr_class.value.length] != b"probe-class" \
-                or element.attr_id.value.data[:element.attr_id.value.length] != b"probe-id":
-            raise ImportError("lexbor's element or attribute struct is not laid out as udfs/extract/_page_walk.pyx reads it")
-        text = <cm_chardata_t *>paragraph.first_child
-        if text == NULL or text.node.type != NODE_TEXT or text.data.data[:text.data.length] != b"probe text":
-            raise ImportError("lexbor's text struct is not laid out as udfs/extract/_page_walk.pyx reads it")
-    finally:
-        _destroy(document)
 
 
 cdef void _learn_tags() except *:
-    """Each tag's category by its id (lexbor's ids of HTML tags are fixed numbers, asked of it by name)."""
+    """Each tag's category by its lexbor id, and the ids the walk compares with."""
     global _tag_body, _tag_footer, _tag_ul, _tag_article, _tag_div, _tag_a, _tag_li, _tag_td
     cdef dict categories = {}
     cdef str name
@@ -246,23 +125,9 @@ cdef void _learn_tags() except *:
     cdef int i
     for i in range(TAG_TABLE):
         _tag_cat[i] = 0
-    cdef dict ids = {}
-    cdef void *document = _create()
-    cdef bytes encoded
-    cdef cm_node_t *element
-    if document == NULL:
-        raise MemoryError()
-    try:
-        for name, category in categories.items():
-            encoded = name.encode()
-            element = <cm_node_t *>_create_element(document, <const unsigned char *>PyBytes_AS_STRING(encoded),
-                                                    len(encoded), NULL)
-            if element == NULL or element.local_name == 0 or element.local_name >= TAG_TABLE:
-                raise ImportError(f"lexbor gave <{name}> no small tag id: an unknown lexbor version")
-            _tag_cat[element.local_name] = category
-            ids[name] = element.local_name
-    finally:
-        _destroy(document)
+    cdef dict ids = tag_ids(&_lexbor, categories, TAG_TABLE)
+    for name, category in categories.items():
+        _tag_cat[<uintptr_t>ids[name]] = category
     for i, name in enumerate(_KINDS):
         _kind_tag[i] = ids[name]
     _tag_body, _tag_footer, _tag_ul, _tag_article = ids["body"], ids["footer"], ids["ul"], ids["article"]
@@ -589,7 +454,7 @@ cdef class PageWalker:
     cdef cm_node_t *zone      # the one main-content zone, if the page names exactly one
 
     def __cinit__(self, name_bits, keywords):
-        if _create == NULL:
+        if _lexbor.create == NULL:
             raise RuntimeError("udfs.extract._page_walk.load() was not called")
         self.names = NameTable(name_bits, keywords)
 
@@ -609,7 +474,7 @@ cdef class PageWalker:
                                                MAX_NESTING_DEPTH)
         if depth > MAX_NESTING_DEPTH:
             raise TooDeep(depth)
-        cdef void *document = _create()
+        cdef void *document = _lexbor.create()
         if document == NULL:
             raise MemoryError()
         self.n_elements = self.n_pieces = self.n_units = self.n_ranges = self.text_length = 0
@@ -617,14 +482,14 @@ cdef class PageWalker:
         self.zone = NULL
         cdef cm_node_t *body
         try:
-            if _parse(document, <const unsigned char *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data)) != 0:
+            if _lexbor.parse(document, <const unsigned char *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data)) != 0:
                 raise ValueError("lexbor could not parse the page")
-            body = <cm_node_t *>_body(document)
+            body = <cm_node_t *>_lexbor.body(document)
             if body != NULL:
                 self._measure(body)
                 self._walk(body)
         finally:
-            _destroy(document)
+            _lexbor.destroy(document)
         self._mark_furniture()
         cdef PageUnits page = PageUnits.__new__(PageUnits)
         page.text, page.text_length = self.text, self.text_length
@@ -712,7 +577,7 @@ cdef class PageWalker:
         cdef cm_str_t *value
         while attribute != NULL:
             if attribute != element.attr_class and attribute != element.attr_id:
-                name = _attr_name(attribute, &length)
+                name = _lexbor.attr_name(attribute, &length)
                 value = attribute.value
                 if _equals(name, length, b"hidden", 6) or (_equals(name, length, b"aria-hidden", 11)
                                                            and _value_is(value, b"true", 4)) \

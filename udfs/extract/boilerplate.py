@@ -32,11 +32,12 @@ from functools import lru_cache
 import numpy as np
 
 try:
-    from udfs.extract._blocks import (FEATURES, HAS_DIGIT, HAS_PHRASE, HAS_TWO_SEPARATORS, fill_unit_features, line_marks,
-                              unit_scores)
+    from udfs.extract._blocks import (FEATURES, HAS_DIGIT, HAS_PHRASE, HAS_TWO_SEPARATORS, fill_unit_features,
+                                      line_marks, unit_scores)
     from udfs.extract._page_walk import Unit
 except ImportError as exc:  # a checkout that pip has not built, or a shipped udfs/ without the .so
-    raise ImportError("corpusmill's compiled HTML passes (udfs/extract/_page_walk.pyx, udfs/extract/_blocks.pyx) are not built: install corpusmill with pip (`pip install -e .` in the "
+    raise ImportError("corpusmill's compiled HTML passes (udfs/extract/_lexbor.pyx, _page_walk.pyx, _blocks.pyx) "
+                      "are not built: install corpusmill with pip (`pip install -e .` in the "
                       "clone), which compiles them") from exc
 
 # Words (a class token or id split at "-", "_", digits and camelCase humps) naming page furniture.
@@ -215,7 +216,7 @@ _FURNITURE_LINES = [
 _BOILERPLATE = re.compile(r"^(?:" + "|".join(f"(?:{p})" for p in _FURNITURE_LINES) + r")$", re.X)
 # Phrases that make a short line furniture wherever they stand in it, and a cookie notice (the word
 # and a word about using or accepting it). Searched for, not written as ".*phrase.*" in the pattern
-# above: there each of them cost every line a backtracking scan, four times the CPU of the rest.
+# above: there each of them would cost every line a backtracking scan, more CPU than the rest together.
 _PHRASES = ("privacy policy", "terms of use", "terms of service", "datenschutzerklärung", "nutzungsbedingungen",
             "all rights reserved", "alle rechte vorbehalten", "newsletter", "sign up here")
 _FURNITURE_PHRASES = re.compile(r"\b(?:" + "|".join(map(re.escape, _PHRASES)) + r")\b")

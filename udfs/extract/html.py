@@ -79,9 +79,9 @@ _MAIN_CONTENT = dict(main_content=True, alt_texts=False, links=False, list_bulle
                      form_fields=False, noscript=False)
 # The element pass is undone where it removed more than this share of the main content's text.
 MAX_FURNITURE_SHARE = 0.5
-# ... which is checked only where it left fewer characters than this (kept from when the check cost
-# a second extraction; in 7,118 pages of four samples the pass took too much on 146, all but one
-# left under 2,000 characters).
+# ... which is checked only where it left fewer characters than this: where the pass takes too much,
+# it leaves little (in 7,118 pages of four samples it took too much on 146, all but one left under
+# 2,000 characters), and a page the pass left long keeps what it left without a second look.
 UNDO_CHECK_CHARS = 2000
 # Fewer characters kept than this: the main-content rules may have taken a teaser, a caption or
 # nothing and missed the article (2-5% of the development pages, some of them whole news

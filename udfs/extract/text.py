@@ -1,4 +1,5 @@
-"""Unicode normalisation applied to every extracted document (seed 000, layer 1: change, never drop)."""
+"""Unicode normalisation applied to every extracted document: it changes text, never drops a document
+(dropping is left to the filter rules, so a rejection can always be traced to one rule)."""
 from __future__ import annotations
 
 import array
@@ -20,8 +21,8 @@ def normalize_text(text: str) -> str:
     """NFC, drop control and zero-width characters, collapse spaces, keep paragraph breaks.
 
     Lines are kept; runs of blank lines become one blank line (a paragraph break). The last three
-    steps run in one compiled pass (``udfs/extract/_text_spaces.pyx``: 0.14 -> 0.04 ms of CPU on the
-    benchmark's extracted pages, 5,600 characters on average); ``normalize_text_reference`` defines them.
+    steps run in one compiled pass (``udfs/extract/_text_spaces.pyx``; its cost per page is in
+    ``bench/e2e_profile.py``'s normalisation row); ``normalize_text_reference`` defines them.
     """
     return _text_spaces.collapse(_unified(text), _dropped_table())
 
@@ -45,7 +46,7 @@ def _unified(text: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _dropped_table() -> bytes:
-    """1 for each code point ``_INVISIBLE`` matches, 0 for the others (~50 ms, once per process)."""
+    """1 for each code point ``_INVISIBLE`` matches, 0 for the others (built once per process)."""
     every_char = array.array("I", range(0x110000)).tobytes().decode("utf-32-le", "surrogatepass")
     table = bytearray(0x110000)
     for match in _INVISIBLE.finditer(every_char):

@@ -6,8 +6,8 @@ once per process instead of on every line.
 fastText turns each word of a line into rows of its input matrix: the word's own row when the
 dictionary has it, and a row per character n-gram of ``<word>`` (2 to 4 characters for lid.176),
 found by hashing the n-gram and, in a quantised model, looking the hash up in the table of n-grams
-kept. Those look-ups, redone for every word of every page, were most of fastText's CPU here, while
-the same words come back page after page. ``HsClassifier`` keeps each word's rows (up to
+kept. Those look-ups, redone for every word of every page, are most of fastText's CPU on web pages,
+while the same words come back page after page. ``HsClassifier`` keeps each word's rows (up to
 ``MAX_CACHED_WORDS`` words) and then does what fastText does with them, in the same order of float
 operations: add the rows (decoding product-quantised ones), take the mean, walk the label tree. So
 the label and its probability are fastText's, bit for bit (``tests/test_langid.py`` compares both

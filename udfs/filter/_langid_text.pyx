@@ -12,7 +12,7 @@ line because lowering makes no space, and a space is neither cased nor case-igno
 context-dependent mapping (a final capital sigma) sees the same neighbours either way.
 
 Which characters separate words is read off ``dropped`` and the interpreter themselves when the
-object is made (~45 ms): the pattern is run once over a string of every code point, so the table
+object is made (once per process): the pattern is run once over a string of every code point, so the table
 always agrees with the installed ``regex`` module's Unicode version. Lowering is the simple
 per-character mapping (``Py_UNICODE_TOLOWER``) wherever ``str.lower()`` gives that same single
 character, checked the same way; a line holding any other character (``İ`` lowers to two, ``Σ``

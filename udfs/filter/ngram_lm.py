@@ -1,7 +1,7 @@
 """Smoothed n-gram language models at run time: the shared tokenizer, the ARPA file format and fast
 batch scoring.
 
-The perplexity signal (CCNet, RefinedWeb; seed 003) scores text with a small language model trained
+The perplexity signal (CCNet, RefinedWeb) scores text with a small language model trained
 on reference prose: text unlike it (spam, keyword lists, machine-made text) gets a high perplexity.
 
 * ``tokenize``: one tokenizer for every language, used for training and scoring alike — NFKC,
@@ -12,8 +12,8 @@ on reference prose: text unlike it (spam, keyword lists, machine-made text) gets
   readable by KenLM, SRILM and others.
 * ``NgramModel``: each order's n-grams hashed to uint64 keys; ``token_scores_reference`` scores many
   token sequences at once with numpy (sorted keys, ``searchsorted``; backoff as in any ARPA reader),
-  ``token_scores`` the same values to the bit from compiled hash tables (measured on web pages of ~950
-  tokens: 6 M tokens/s against 1.2 M; tokenising 0.17 against 0.66 ms of CPU per page).
+  ``token_scores`` the same values to the bit from compiled hash tables, several times faster
+  (``bench/perplexity_bench.py`` times them).
   ``KenLMModel`` answers the same queries through KenLM when it is installed.
 
 Models are estimated offline by ``tools.ngram_lm_train`` (interpolated modified Kneser-Ney), which
@@ -250,18 +250,17 @@ class NgramModel:
     @classmethod
     def load(cls, path: str) -> "NgramModel":
         """``NgramModel(read_arpa(path))``: its sorted arrays from the table cache
-        (``udfs/common/table_cache.py``, keyed by the file's SHA-256; 0.03 s) after the first worker on a
-        machine has read the file (0.62 s of CPU for the shipped en model)."""
+        (``udfs/common/table_cache.py``, keyed by the file's SHA-256) after the first worker on a machine
+        has read the file, which takes far longer than reading the cached arrays."""
         model = cls.__new__(cls)
         model._adopt(cached_arrays(f"ngram-model-v1:{file_digest(path)}", lambda: cls.read(path)._arrays()))
         return model
 
     @classmethod
     def read(cls, path: str) -> "NgramModel":
-        """``NgramModel(read_arpa(path))``, read in about half the time (the shipped en model: 0.62
-        against 1.16 s of CPU) where the file is in the tab-separated form ``write_arpa`` and KenLM
-        write (pandas' C parser per section, no n-gram tuples); any other form, and any file that
-        fails a check, goes through ``read_arpa``."""
+        """``NgramModel(read_arpa(path))``, read faster where the file is in the tab-separated form
+        ``write_arpa`` and KenLM write (pandas' C parser per section, no n-gram tuples); any other
+        form, and any file that fails a check, goes through ``read_arpa``."""
         sections = _arpa_sections(path)
         if sections is None:
             return cls(read_arpa(path))
@@ -349,10 +348,9 @@ class NgramModel:
 
 
 class KenLMModel:
-    """The same queries through KenLM's C++ reader (``pip install kenlm``). Measured here on the
-    shipped English model: loads in 0.4 s against 3.3 s and scores 1.06 M tokens/s against numpy's
-    0.33 M (before ``NgramModel``'s compiled tables, which score ~6 M); results agree to KenLM's float32
-    precision."""
+    """The same queries through KenLM's C++ reader (``pip install kenlm``): it loads a model faster
+    than ``NgramModel``, whose compiled tables score faster (``bench/perplexity_bench.py`` times
+    both); results agree to KenLM's float32 precision."""
 
     def __init__(self, path: str):
         import kenlm

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
 from udfs.common.config import ConfigError, require_file
+from udfs.common.worker import worker_resource
 from udfs.filter.ngram_lm import BACKENDS, load_model, tokenize_lines, word_mask
 
 MODELS_DIR = Path(__file__).resolve().parent / "lm_models"
@@ -44,14 +45,15 @@ def shipped_model(lang: str) -> Path:
 class PerplexityConfig:
     # Language (lid.176 code) -> ARPA model file, or "shipped" for udfs/filter/lm_models/<lang>.arpa.gz.
     models: Dict[str, str] = field(default_factory=lambda: {"en": SHIPPED})
-    # Query engine: numpy (built in: compiled n-gram tables, about 6x KenLM's tokens per second), kenlm
+    # Query engine: numpy (built in: compiled n-gram tables, scores faster than KenLM), kenlm
     # (C++, pip install kenlm: loads a model faster), or auto (the built-in one).
+    # bench/perplexity_bench.py times both.
     backend: str = "auto"
     # The perplexity rule: documents above their language's maximum are rejected; languages not
     # listed have no maximum, and a maximum acts only once its language has a model (else the
     # perplexity is null). The defaults sit at about the 80th percentile of the sample crawls'
-    # pages (seed 003: drop the worst 20 %; there: search boxes, link lists, set lists, keyword
-    # pages) and well above the 95th percentile of unseen reference text (ABC news 2,500; People's
+    # pages (so the worst fifth of a crawl is dropped; there: search boxes, link lists, set lists,
+    # keyword pages) and well above the 95th percentile of unseen reference text (ABC news 2,500; People's
     # Daily paragraphs 520, measured with a People's Daily model that does not ship);
     # bench/perplexity_bench.py measures both. Perplexity is per token: words for English,
     # characters for Chinese, so the scales differ.
@@ -103,14 +105,9 @@ def shipped_languages() -> List[str]:
     return sorted(p.name.split(".")[0] for p in MODELS_DIR.glob("*.arpa.gz"))
 
 
-_models: Dict[Tuple[str, str], object] = {}  # (path, backend) -> model: loaded once per Python worker
-
-
 def cached_model(path: str, backend: str):
-    key = (path, backend)
-    if key not in _models:
-        _models[key] = load_model(path, backend)
-    return _models[key]
+    """The n-gram model at ``path``, loaded once per Python worker."""
+    return worker_resource("filter.ngram_lm", (path, backend), lambda: load_model(path, backend))
 
 
 def scored_part(text: str, max_chars: int) -> str:

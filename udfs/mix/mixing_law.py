@@ -1,7 +1,7 @@
 """Data Mixing Laws (Ye et al. 2024, "Data Mixing Laws: Optimizing Data Mixtures by Predicting Language
 Modeling Performance"): fit loss as a function of the training mixture from small runs, then propose
-the mixture that minimises the predicted loss (seed 004: predict the mixture with cheap experiments
-instead of trial and error at full scale).
+the mixture that minimises the predicted loss: the mixture is predicted from cheap experiments
+instead of found by trial and error at full scale.
 
 For each validation loss ``i`` and mixture proportions ``r`` (summing to 1) over ``M`` training domains,
 

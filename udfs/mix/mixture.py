@@ -1,4 +1,4 @@
-"""Domain mixture (seed 004): label documents by domain, plan per-domain epochs, sample deterministically.
+"""Domain mixture: label documents by domain, plan per-domain epochs, sample deterministically.
 
 * **Labels.** Config rules on the URL host (a listed domain matches itself and its subdomains), URL
   regular expressions and glob patterns on ``source`` (the input file). The first domain, in config

@@ -1,5 +1,5 @@
-"""Documents → fixed-length training sequences (seed 003: EOS between documents, block-diagonal masks,
-cuts at paragraph or sentence boundaries; seed 001: no sliding-window cuts through sentences).
+"""Documents → fixed-length training sequences: EOS between documents, block-diagonal attention masks,
+and long documents cut at paragraph or sentence boundaries, never by a sliding window through a sentence.
 
 1. Each document is tokenized whole and gets one EOS after its last token.
 2. Documents that fit a window (with their EOS) are never cut. They are buffered

@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from udfs.common.config import ConfigError, require_file
+from udfs.common.worker import worker_resource
 
 VOCAB_DIR = Path(__file__).resolve().parent / "vocab"
 
@@ -207,11 +208,6 @@ def load_tokenizer(cfg: TokenizerConfig) -> Tokenizer:
     return SentencePieceTokenizer(cfg.path, cfg.eos_token, cfg.threads)
 
 
-_CACHE: Dict[TokenizerConfig, Tokenizer] = {}
-
-
 def cached_tokenizer(cfg: TokenizerConfig) -> Tokenizer:
-    """One tokenizer per config per Python worker (loading cl100k takes about a second)."""
-    if cfg not in _CACHE:
-        _CACHE[cfg] = load_tokenizer(cfg)
-    return _CACHE[cfg]
+    """One tokenizer per config per Python worker (loading a vocabulary is costly)."""
+    return worker_resource("pack.tokenizer", cfg, lambda: load_tokenizer(cfg))

@@ -37,6 +37,7 @@ from stdnum import luhn
 from stdnum.cn import uscc
 
 from udfs.common.config import ConfigError
+from udfs.common.worker import worker_resource
 from udfs.pii.errors import DocumentTooLong, PiiError
 
 NER_ENTITIES = ("PERSON", "LOCATION", "ORGANIZATION")
@@ -334,25 +335,19 @@ def _error_reason(exc: Exception) -> str:
     return f"{type(exc).__name__} during PII analysis"
 
 
-_SCRUBBERS: Dict[str, PiiScrubber] = {}
-_BUILDING = threading.Lock()  # a build in the background (the CLI's driver) and a caller that asks meanwhile
-
-
 def scrubber_for(cfg: PiiConfig) -> PiiScrubber:
     """One scrubber per config per process (Presidio and spaCy take a while to build)."""
-    key = json.dumps(dataclasses.asdict(cfg), sort_keys=True)
-    with _BUILDING:
-        if key not in _SCRUBBERS:
-            # The build is imports: long-lived objects only, which the garbage collector would
-            # traverse again and again for nothing (~0.4 of its ~1 s of CPU in a loaded worker).
-            collecting = gc.isenabled()
-            gc.disable()
-            try:
-                _SCRUBBERS[key] = PiiScrubber(cfg)
-            finally:
-                if collecting:
-                    gc.enable()
-    return _SCRUBBERS[key]
+    def build() -> PiiScrubber:
+        # The build is imports: long-lived objects only, which the garbage collector would traverse
+        # again and again for nothing.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return PiiScrubber(cfg)
+        finally:
+            if collecting:
+                gc.enable()
+    return worker_resource("pii.scrubber", json.dumps(dataclasses.asdict(cfg), sort_keys=True), build)
 
 
 def build_scrubber_in_background(cfg: PiiConfig) -> None:

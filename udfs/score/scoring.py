@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from udfs.common.config import ConfigError, require_file
+from udfs.common.worker import worker_resource
 from scoring_service.artifacts import DEFAULT_MODEL_DIR
 from scoring_service.client import ScoringClient, ScoringUnavailable
 
@@ -100,17 +101,10 @@ class ScoreConfig:
         return self.model or DEFAULT_MODEL_DIR
 
 
-# One client (keep-alive connections) per Python worker and service; one model per Python worker.
-_CLIENTS: Dict[Tuple[Tuple[str, ...], ScoreConfig], ScoringClient] = {}
-_SCORERS: Dict[Tuple[str, str], "TextScorer"] = {}
-
-
 def worker_client(urls: Sequence[str], settings: ScoreConfig, partition: int) -> ScoringClient:
-    """The worker's client, sending this partition's requests to replica ``partition mod len(urls)``."""
-    key = (tuple(urls), settings)
-    if key not in _CLIENTS:
-        _CLIENTS[key] = settings.client(urls)
-    client = _CLIENTS[key]
+    """The worker's client (its keep-alive connections kept between tasks), sending this partition's
+    requests to replica ``partition mod len(urls)``."""
+    client = worker_resource("score.client", (tuple(urls), settings), lambda: settings.client(urls))
     client.prefer(partition)
     return client
 
@@ -119,10 +113,8 @@ def worker_scorer(settings: ScoreConfig) -> "TextScorer":
     """The model, loaded once per Python worker (``mode: local``)."""
     from scoring_service.backend import TextScorer  # MindSpore only where the model runs
 
-    key = (settings.model_dir, settings.device)
-    if key not in _SCORERS:
-        _SCORERS[key] = TextScorer.load(settings.model_dir, device=settings.device)
-    return _SCORERS[key]
+    return worker_resource("score.model", (settings.model_dir, settings.device),
+                           lambda: TextScorer.load(settings.model_dir, device=settings.device))
 
 
 def score_texts(texts: pd.Series, previous: Optional[pd.Series], client: Union[ScoringClient, "TextScorer"],

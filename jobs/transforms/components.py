@@ -1,0 +1,116 @@
+"""Connected components of a (src, dst) edge DataFrame, and the joins that keep a hot key from
+landing on one task: generic Spark graph code with no notion of documents.
+
+Components come from alternating large-star / small-star rounds (Kiveris et al., "Connected
+Components in MapReduce and Beyond", 2014), each round cut from its lineage by a ``Checkpointer``:
+no driver-side union-find, no GraphFrames. ``join_hot_safe`` and ``attach_group_min`` attach a
+group's value back to its members, salting any key with more than ``cap`` rows over several tasks.
+The dedup stage clusters with them; they sit here so that a stage, the report or a notebook can use
+them without importing a stage.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+
+# ---------------------------------------------------------------- skew-safe joins
+
+def join_hot_safe(many: DataFrame, one: DataFrame, keys: List[str], spread_by: str, cap: int) -> DataFrame:
+    """Inner join of ``many`` (any number of rows per key) with ``one`` (one row per key, carrying
+    that key's row count in ``many`` as ``_n``). A key with more than ``cap`` rows is split over
+    ceil(_n / cap) salts: ``many`` rows pick one by a hash of ``spread_by``, the ``one`` row is
+    copied to each. The hot keys are few (at most rows / cap), so their list is broadcast."""
+    hot = F.broadcast(one.where(F.col("_n") > cap)
+                      .select(*keys, F.ceil(F.col("_n") / F.lit(cap)).cast("long").alias("_salts")))
+    many = (many.join(hot, keys, "left")
+            .withColumn("_salt", F.coalesce(F.pmod(F.xxhash64(spread_by), F.col("_salts")), F.lit(0).cast("long")))
+            .drop("_salts"))
+    one = (one.join(hot, keys, "left")
+           .withColumn("_salt", F.explode(F.sequence(F.lit(0).cast("long"),
+                                                     F.coalesce(F.col("_salts"), F.lit(1).cast("long")) - 1)))
+           .drop("_salts", "_n"))
+    return many.join(one, keys + ["_salt"]).drop("_salt")
+
+
+def attach_group_min(rows: DataFrame, keys: List[str], value: Column, out: str, spread_by: str,
+                     cap: int, min_size: int = 1, size_column: Optional[str] = None) -> DataFrame:
+    """``rows`` plus column ``out`` = min(value) over the rows sharing ``keys`` (and the group's row
+    count as ``size_column`` if named); rows of groups with fewer than ``min_size`` rows are dropped."""
+    groups = rows.groupBy(*keys).agg(F.min(value).alias(out), F.count(F.lit(1)).alias("_n"))
+    if min_size > 1:
+        groups = groups.where(F.col("_n") >= min_size)
+    if size_column:
+        groups = groups.withColumn(size_column, F.col("_n"))
+    return join_hot_safe(rows, groups, keys, spread_by, cap)
+
+
+# ---------------------------------------------------------------- connected components
+
+class Checkpointer:
+    """Cuts lineage of iterative results: reliable checkpoints under ``directory`` when given
+    (survive executor loss on a cluster), Spark local checkpoints otherwise."""
+
+    def __init__(self, spark, directory: str):
+        self.reliable = bool(directory)
+        if self.reliable:
+            spark.sparkContext.setCheckpointDir(directory)
+
+    def __call__(self, df: DataFrame) -> DataFrame:
+        return df.checkpoint(eager=True) if self.reliable else df.localCheckpoint(eager=True)
+
+
+def _fingerprint(edges: DataFrame) -> tuple:
+    """Count and two independent 64-bit XOR-hashes of an edge set: equal fingerprints of successive
+    rounds mean no edge changed (a false match has probability ~2^-128)."""
+    row = edges.agg(F.count(F.lit(1)), F.bit_xor(F.xxhash64("src", "dst")),
+                    F.bit_xor(F.xxhash64("dst", "src"))).first()
+    return tuple(row)
+
+
+def _with_min(rows: DataFrame, key: str, value: str, out: str) -> DataFrame:
+    """Rows plus ``out`` = min(value) over the rows sharing ``key``: one shuffle, as a window.
+    Rounds repeat this many times, so it skips the salting of ``join_hot_safe``; a node with a
+    huge neighbourhood is one task, linear in its degree (window buffers spill to disk)."""
+    return rows.withColumn(out, F.min(value).over(Window.partitionBy(key)))
+
+
+def large_star(edges: DataFrame) -> DataFrame:
+    """Every node u links its larger neighbours to m(u), the least of u and its neighbours."""
+    both = edges.select(F.col("src").alias("u"), F.col("dst").alias("v")).unionByName(
+        edges.select(F.col("dst").alias("u"), F.col("src").alias("v")))
+    linked = _with_min(both, "u", "v", "m")
+    return (linked.where(F.col("v") > F.col("u"))
+            .select(F.col("v").alias("src"), F.least("u", "m").alias("dst")).distinct())
+
+
+def small_star(edges: DataFrame) -> DataFrame:
+    """Edges point from larger to smaller ids; every node u links itself and its smaller
+    neighbours to the least of them."""
+    linked = _with_min(edges, "src", "dst", "m")
+    return (linked.where(F.col("dst") != F.col("m")).select(F.col("dst").alias("src"), F.col("m").alias("dst"))
+            .unionByName(linked.select("src", F.col("m").alias("dst")))
+            .distinct())
+
+
+def connected_components(edges: DataFrame, max_rounds: int, checkpoint: Checkpointer) -> Tuple[DataFrame, int]:
+    """(id, root) for every node of ``edges`` other than its component's least id (the root),
+    and the number of large-star/small-star rounds taken."""
+    current = checkpoint(edges.where(F.col("src") != F.col("dst"))
+                         .select(F.greatest("src", "dst").alias("src"), F.least("src", "dst").alias("dst"))
+                         .distinct())
+    seen = _fingerprint(current)
+    if seen[0] == 0:
+        return current.select(F.col("src").alias("id"), F.col("dst").alias("root")), 0
+    for rounds in range(1, max_rounds + 1):
+        current = checkpoint(small_star(large_star(current)))
+        fingerprint = _fingerprint(current)
+        if fingerprint == seen:
+            # A fixed point: every node points at its component's least id.
+            return current.select(F.col("src").alias("id"), F.col("dst").alias("root")), rounds
+        seen = fingerprint
+    raise RuntimeError(f"dedup: connected components did not converge in {max_rounds} rounds "
+                       f"(raise dedup.max_rounds)")

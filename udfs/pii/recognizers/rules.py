@@ -1,0 +1,160 @@
+"""The machinery every pattern recognizer shares: the one language code, ``Rule`` (a pattern with
+its score and the cheap anchor it runs around), ``ContextScorer`` (words before a match raise or
+veto it) and ``RegexRecognizer``, the base that runs rules and asks ``validate`` about each match.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+import regex
+from presidio_analyzer import AnalysisExplanation, EntityRecognizer, LocalRecognizer, RecognizerResult
+from presidio_analyzer.context_aware_enhancers import ContextAwareEnhancer
+
+from udfs.pii.errors import AnalysisTimeout
+
+LANGUAGE = "xx"
+
+
+class RecognizersScoreContext(ContextAwareEnhancer):
+    """Context words are scored by each recognizer on the raw text (the no-op engine has no tokens)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    pattern: str
+    score: float
+    # Something cheap to find that every match contains ("@" in an e-mail), and how far a match can
+    # reach before and after it: the full pattern then only runs around these anchors. Most pages
+    # have no "@", no "::", no "ghp_", and scanning them with a cheap regex is most of the saving.
+    anchor: str = ""
+    reach: Tuple[int, int] = (0, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Context: words just before a match raise its score, or veto it
+
+def _word_alternation(words: Iterable[str], suffixes: Sequence[str] = ()) -> Optional[regex.Pattern]:
+    words = sorted({w.lower() for w in words}, key=len, reverse=True)
+    if not words:
+        return None
+    # ASCII words need a boundary ("ssn" but not "lessn"); CJK words match as substrings. A suffix
+    # ("order number") lets a negative word end where a positive one ("number") would.
+    ascii_words = [regex.escape(w) for w in words if w.isascii()]
+    other_words = [regex.escape(w) for w in words if not w.isascii()]
+    tail = "(?:" + "|".join(suffixes) + ")?" if suffixes else ""
+    parts = []
+    if ascii_words:
+        parts.append(r"(?<![a-z0-9])(?:" + "|".join(ascii_words) + r")(?![a-z])" + tail)
+    if other_words:
+        parts.append("(?:" + "|".join(other_words) + ")" + tail)
+    return regex.compile("|".join(parts))
+
+
+class ContextScorer:
+    """Adjust a score from the words in a window before the match, on the same line (or the line
+    before, when the value starts its own line: "电话：\n0755-…" in an extracted table).
+
+    The nearest word wins, and a negative phrase beats a positive word ending in the same place: in
+    "order placed, call 415-555-0132" the phone keeps its boost, while "call about order
+    4155550132" and "order number 4155550132" are order numbers.
+    """
+
+    NEGATIVE_SUFFIXES = (r"\s*(?:number|numbers|num|no\.?|nr\.?|id|#|:)",)
+
+    def __init__(self, positive: Sequence[str], negative: Sequence[str], window: int, boost: float = 0.35):
+        self.positive = _word_alternation(positive)
+        self.negative = _word_alternation(negative, self.NEGATIVE_SUFFIXES)
+        self.window = window
+        self.boost = boost
+
+    @staticmethod
+    def _last(pattern: Optional[regex.Pattern], text: str) -> int:
+        if pattern is None:
+            return -1
+        last = -1
+        for m in pattern.finditer(text):
+            last = m.end()
+        return last
+
+    def before(self, text: str, start: int) -> str:
+        window = text[max(0, start - self.window):start]
+        line_start = window.rfind("\n")
+        if line_start >= 0 and not window[line_start + 1:].strip():
+            line_start = window.rfind("\n", 0, line_start)
+        return window[line_start + 1:].lower()
+
+    def adjust(self, text: str, start: int, score: float) -> float:
+        before = self.before(text, start)
+        pos, neg = self._last(self.positive, before), self._last(self.negative, before)
+        if neg >= 0 and neg >= pos:
+            return 0.0
+        if pos >= 0:
+            return round(min(1.0, score + self.boost), 6)
+        return score
+
+
+# ---------------------------------------------------------------------------------------------
+# The regex recognizer base
+
+def recognizer_result(recognizer: EntityRecognizer, entity: str, start: int, end: int, score: float,
+                      why: str) -> RecognizerResult:
+    """A finding that names the recognizer behind it, as Presidio's explanations and metadata expect."""
+    return RecognizerResult(
+        entity_type=entity, start=start, end=end, score=score,
+        analysis_explanation=AnalysisExplanation(recognizer=recognizer.name, original_score=score,
+                                                 textual_explanation=why),
+        recognition_metadata={RecognizerResult.RECOGNIZER_NAME_KEY: recognizer.name,
+                              RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: recognizer.id})
+
+
+class RegexRecognizer(LocalRecognizer):
+    """Candidates from ``RULES``; ``validate`` decides each one's score (0 drops it) from its context."""
+
+    ENTITY: str = ""
+    RULES: Sequence[Rule] = ()
+    CONTEXT: Sequence[str] = ()
+    NEGATIVE_CONTEXT: Sequence[str] = ()
+
+    def __init__(self, timeout_s: float = 5.0, context_window: int = 64):
+        self.timeout_s = timeout_s
+        self._compiled = [(rule, regex.compile(rule.pattern),
+                           regex.compile(rule.anchor) if rule.anchor else None) for rule in self.RULES]
+        self._context = ContextScorer(self.CONTEXT, self.NEGATIVE_CONTEXT, context_window)
+        super().__init__(supported_entities=[self.ENTITY], supported_language=LANGUAGE, context=list(self.CONTEXT))
+
+    def load(self) -> None:
+        pass
+
+    def validate(self, text: str, match: regex.Match, rule: Rule) -> Tuple[int, int, float]:
+        """(start, end, score) of the entity this candidate holds; score 0 rejects it."""
+        return match.start(), match.end(), rule.score
+
+    def _windows(self, text: str, rule: Rule, anchor: Optional[regex.Pattern]) -> List[Tuple[int, int]]:
+        if anchor is None:
+            return [(0, len(text))]
+        windows: List[Tuple[int, int]] = []
+        before, after = rule.reach
+        for m in anchor.finditer(text, timeout=self.timeout_s):
+            lo, hi = max(0, m.start() - before), min(len(text), m.end() + after)
+            if windows and lo <= windows[-1][1]:
+                windows[-1] = (windows[-1][0], hi)
+            else:
+                windows.append((lo, hi))
+        return windows
+
+    def analyze(self, text: str, entities: List[str], nlp_artifacts=None) -> List[RecognizerResult]:
+        results = []
+        for rule, compiled, anchor in self._compiled:
+            try:
+                for lo, hi in self._windows(text, rule, anchor):
+                    for match in compiled.finditer(text, lo, hi, timeout=self.timeout_s):
+                        start, end, score = self.validate(text, match, rule)
+                        if score > 0:
+                            score = self._context.adjust(text, start, score)
+                        if score > 0:
+                            results.append(recognizer_result(self, self.ENTITY, start, end, score, rule.name))
+            except TimeoutError:
+                raise AnalysisTimeout(f"{self.name} ran past {self.timeout_s:g} s") from None
+        return EntityRecognizer.remove_duplicates(results)
