@@ -5,7 +5,7 @@ setup(
     name="corpusmill",
     version="0.1.0",
     description="WARC → filtered, PII-scrubbed, deduplicated, scored, packed MindRecord training data on Spark",
-    python_requires=">=3.9,<3.12",  # README, scripts/bootstrap.sh and tests/test_architecture.py agree
+    python_requires=">=3.9,<3.12",  # README, scripts/bootstrap.sh and tests/pipeline/test_architecture.py agree
     # Folders that hold only data (udfs/pack/vocab, scoring_service/models/default, …) are packages too, so
     # every file a module opens beside itself ships with it; compiled leftovers do not.
     packages=find_namespace_packages(include=["jobs", "jobs.*", "udfs", "udfs.*", "scoring_service",
@@ -47,7 +47,7 @@ setup(
         "h11>=0.14,<1",
     ],
     extras_require={
-        # moto's standalone server is the loopback S3 of tests/test_mindrecord_uri.py
+        # moto's standalone server is the loopback S3 of tests/mindrecord/test_mindrecord_uri.py
         "dev": ["pytest>=7", "vermin>=1.6,<2", "moto[server]>=5.0,<6"],
     },
     # The quality signals in compiled code (udfs/filter/quality.py calls it); pyproject.toml has pip fetch

@@ -4,7 +4,7 @@ Each stage declares its config class (``Stage.config``), which lives beside its 
 ``udfs/<stage>/`` (``udfs/common/config.py`` holds the plumbing); this module adds the sections that
 belong to the driver (Spark, I/O) and loads a file over the stages' own ``conf/<stage>.yaml``. The
 YAML in ``conf/`` names every setting with its default: scalar defaults are the classes' and restated
-there, tables (filter rules, mix domains) are read from there; ``tests/test_config.py`` checks that
+there, tables (filter rules, mix domains) are read from there; ``tests/pipeline/test_config.py`` checks that
 both agree, so ``PipelineConfig()`` in a notebook behaves as ``conf/local.yaml``.
 """
 from __future__ import annotations

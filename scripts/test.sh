@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite (real local Spark, real MindSpore, real WARC files): ./scripts/test.sh [--fast] [pytest options]
 #   --fast  only the pure tests on plain Python values (no Spark, no other processes, nothing slow): ~1 min
-# Without it everything runs (~17 min on 2 idle cores). Other options go to pytest, e.g. tests/test_pii.py or -k luhn.
+# Without it everything runs (~17 min on 2 idle cores). Other options go to pytest, e.g. tests/pii/test_pii.py or -k luhn.
 # Optional parts that are missing make their tests skip; one line each says which and why, before the run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,7 +24,7 @@ fi
 if [ "$FAST" = 0 ]; then
   AIRFLOW_VENV="${CORPUSMILL_AIRFLOW_VENV:-$HOME/.cache/corpusmill/airflow-venv}"
   [ -x "$AIRFLOW_VENV/bin/airflow" ] \
-    || skipping "the Airflow DAG tests: no Airflow at $AIRFLOW_VENV (set CORPUSMILL_AIRFLOW_VENV; see tests/test_airflow_dag.py)"
+    || skipping "the Airflow DAG tests: no Airflow at $AIRFLOW_VENV (set CORPUSMILL_AIRFLOW_VENV; see tests/pipeline/test_airflow_dag.py)"
   command -v chromium >/dev/null || command -v chromium-browser >/dev/null \
     || skipping "the report's screenshot test: no chromium on PATH (apt-get install -y chromium)"
 fi

@@ -1,5 +1,5 @@
 """Hostile WARC files, made at test time: gzip bombs, records that lie about their length, endless
-lines. Used by tests/test_hostile_warc.py and bench/hostile_extract.py.
+lines. Used by tests/extract/test_hostile_warc.py and bench/hostile_extract.py.
 
 A gigabyte of zeros takes a second to build, not a minute of gzip: a deflate segment that ends in a
 full flush refers to nothing before it, so the segment of one MiB is repeated.

@@ -1,4 +1,4 @@
-"""Hostile clients of the scoring service, on loopback: shared by tests/test_scoring_service.py and
+"""Hostile clients of the scoring service, on loopback: shared by tests/score/test_scoring_service.py and
 bench/service_abuse.py. Each is bounded in connections, bytes and time.
 """
 from __future__ import annotations

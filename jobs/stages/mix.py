@@ -44,6 +44,7 @@ class MixStage(Stage):
     order = 70
     required_columns = ("id", "url", "text")
     partition_columns = ("bucket",)
+    kept_documents = False  # one row per copy of a document
 
     @classmethod
     def report_section(cls, facts) -> str:

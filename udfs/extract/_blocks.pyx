@@ -2,7 +2,7 @@
 """The block pass's features and scores (udfs/extract/boilerplate.py: ``FEATURES``, ``BlockModel``) in compiled code.
 
 One loop over a page's units fills the feature rows, in the order of ``FEATURES``, with the values of
-the whole-column numpy arithmetic that tests/test_boilerplate.py keeps as the reference; the scores
+the whole-column numpy arithmetic that tests/extract/test_boilerplate.py keeps as the reference; the scores
 are the rows' dot products with the weights, summed in feature order (the reference's matrix product
 may sum in another order: equal within 1e-9 relative, the same keep decisions on the development
 sets and the bench pages). A page has a few dozen units, too few for numpy: its ~40 calls a page cost

@@ -244,7 +244,7 @@ _LINK_BAR = re.compile(r"^(?>[^|»>›•·/]{1,30}(?:\s*[|»›•·]\s*|\s[>/]
 
 
 # The regex engine's case-insensitive matching folds a letter by its simple lower case, and "ı" and
-# "ſ" as "i" and "s"; str.lower() agrees for every other character (tests/test_boilerplate.py checks
+# "ſ" as "i" and "s"; str.lower() agrees for every other character (tests/extract/test_boilerplate.py checks
 # all of Unicode against the patterns' letters), and these three keep lines their length.
 _REGEX_CASE_FOLD = str.maketrans({"İ": "i", "ı": "i", "ſ": "s"})
 
@@ -268,7 +268,7 @@ def _is_furniture_line(line: str) -> bool:
     folded = _case_folded(line)
     # Each pattern after the first only where the line has what it needs (a digit, two separators, a
     # phrase), found in one compiled scan several times cheaper than the patterns. (The separators are
-    # counted in the folded line: folding leaves them as they are, tests/test_boilerplate.py.)
+    # counted in the folded line: folding leaves them as they are, tests/extract/test_boilerplate.py.)
     marks = line_marks(folded, _PHRASES)
     if (_BOILERPLATE.match(folded) or (marks & HAS_DIGIT and _DATELINE.match(folded))
             or (marks & HAS_TWO_SEPARATORS and _LINK_BAR.match(line))):
@@ -301,7 +301,7 @@ def unit_lines(unit: Unit) -> list:
 
 # One unit (``Unit``) per <p>/<hN>/<pre> element of resiliparse's minimal_html, or per line of text
 # outside them: ``units_of`` (udfs/_minimal_html.pyx, one compiled pass; its docstring gives the
-# regular expressions it is equal to, which tests/test_boilerplate.py compares it with).
+# regular expressions it is equal to, which tests/extract/test_boilerplate.py compares it with).
 
 # A long paragraph with few links anchors the main content; distances are counted from these.
 ANCHOR_CHARS = 200

@@ -90,7 +90,7 @@ def _token_bits(token: str, is_id: bool) -> int:
 
 # Every class token or id that a pattern above or ``name_kind`` can classify holds one of these
 # (case ignored; "ad", "wa" and "jp" only where a word starts): the walker hands Python only the
-# names that do (tests/test_page_walk.py checks both on real pages' names).
+# names that do (tests/extract/test_page_walk.py checks both on real pages' names).
 NAME_KEYWORDS = NAMING_WORDS | set("""
     display-none hidden invisible collapsed h-0 nocontent expandable skip scroll next prev permalink pagination
     log sign account user social share syndication newsletter sharing follow email like feedback engagement

@@ -10,7 +10,7 @@ kept. Those look-ups, redone for every word of every page, are most of fastText'
 while the same words come back page after page. ``HsClassifier`` keeps each word's rows (up to
 ``MAX_CACHED_WORDS`` words) and then does what fastText does with them, in the same order of float
 operations: add the rows (decoding product-quantised ones), take the mean, walk the label tree. So
-the label and its probability are fastText's, bit for bit (``tests/test_langid.py`` compares both
+the label and its probability are fastText's, bit for bit (``tests/filter/test_langid.py`` compares both
 on every line of the shared UDHR corpus, on random Unicode lines and on a dense unpruned model).
 
 Only what ``lid.176.ftz`` and ``lid.176.bin`` use is read: model format 12, supervised, hierarchical

@@ -2,7 +2,7 @@
 
 The signals are those of the Gopher quality and repetition rules (Rae et al. 2021, table A1), C4
 (Raffel et al. 2020) and FineWeb (Penedo et al. 2024) as datatrove implements them, plus a
-simpler table of five thresholds, the ``seed000`` ruleset (character count, character repetition
+simpler table of five thresholds, the ``simple`` ruleset (character count, character repetition
 ratio, special-symbol fraction, mean sentence length, digit fraction). They are stored as columns
 so thresholds can change without recomputing; the rules that read them live in ``udfs/filter/rules.py``.
 
@@ -30,7 +30,7 @@ and a rule never fires on a null signal.
 
 ``compute_signals_reference`` below is the definition, in Python; ``compute_signals``, which the
 filter calls, gives the same values from compiled code (``udfs/filter/_quality_signals.pyx``; its cost per
-page is in ``bench/e2e_profile.py``), built by ``pip install`` (tests/test_quality_compiled.py compares the two).
+page is in ``bench/e2e_profile.py``), built by ``pip install`` (tests/filter/test_quality_compiled.py compares the two).
 """
 from __future__ import annotations
 

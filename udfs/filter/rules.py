@@ -2,10 +2,10 @@
 
 A rule is a named check of one signal against a ``min`` and/or ``max`` (a document fails when the
 value is below ``min`` or above ``max``; a null signal never fails). Rules belong to a ruleset
-(``gopher_quality``, ``gopher_repetition``, ``c4``, ``fineweb``, ``seed000``); ``rulesets`` picks the
+(``gopher_quality``, ``gopher_repetition``, ``c4``, ``fineweb``, ``simple``); ``rulesets`` picks the
 active ones and ``enabled: false`` switches a single rule off. The rule table lives in
 ``conf/filter.yaml`` (the single source of the defaults); ``conf/presets/simple_thresholds.yaml``
-switches to the ``seed000`` ruleset, five simple thresholds (character count, character repetition,
+switches to the ``simple`` ruleset, five simple thresholds (character count, character repetition,
 special symbols, mean sentence length, digits) in place of the Gopher, C4 and FineWeb rules.
 Language rules come first: with ``language.targets`` set, a document in another language fails
 ``language``, one below its minimum score fails ``language_score``. A rule may name ``languages``:
@@ -32,7 +32,7 @@ from udfs.filter.langid import LanguageIdentifier
 from udfs.filter.perplexity import PerplexityConfig, PerplexityScorer
 from udfs.filter.quality import SIGNALS, compute_signals
 
-RULESETS = ("gopher_quality", "gopher_repetition", "c4", "fineweb", "seed000", "perplexity")
+RULESETS = ("gopher_quality", "gopher_repetition", "c4", "fineweb", "simple", "perplexity")
 LANGUAGE_RULES = ("language", "language_score")
 PERPLEXITY_RULE = "perplexity"
 # Signals that need the document's language, set here rather than in udfs/filter/quality.py: C4's bad-words

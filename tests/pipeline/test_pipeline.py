@@ -166,7 +166,7 @@ def test_spark_submit_runs_a_job_module_with_the_same_options(tmp_path):
     spark_submit = Path(sys.executable).parent / "spark-submit"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     result = subprocess.run(
-        [str(spark_submit), "--master", "local[1]", str(ROOT / "jobs" / "extract.py"),
+        [str(spark_submit), "--master", "local[1]", str(ROOT / "jobs" / "stages" / "extract.py"),
          "--input", str(ROOT / "data" / "sample" / "jwarc-commoncrawl.warc.gz"),
          "--output", str(tmp_path), "--run", "submitted"],
         capture_output=True, text=True, env=env, timeout=300)

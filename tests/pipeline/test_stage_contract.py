@@ -2,7 +2,7 @@
 
 A stage sees only the config paths it declares (``Stage.config_paths``); the fingerprint hashes
 exactly those. So a changed setting that a stage reads, of its own section or another, always
-changes its fingerprint and re-runs it (tests/test_pipeline.py shows the re-run on real Spark).
+changes its fingerprint and re-runs it (tests/pipeline/test_pipeline.py shows the re-run on real Spark).
 """
 import dataclasses
 import shutil
@@ -39,7 +39,7 @@ def settings_read(stage_cls, cfg):
 # (see the test after the next).
 EARLIER_STAGES = ("dedup.against", "mindrecord.earlier")
 # Settings naming files the stage hashes when it is fingerprinted: a changed value must name real
-# ones (tests/test_decontam.py and tests/test_url_filter.py change the files).
+# ones (tests/decontam/test_decontam.py and tests/extract/test_url_filter.py change the files).
 FILES_HASHED = ("decontam.benchmarks", "extract.url_filter")
 CASES = [(name, path) for name in registry.stage_order()
          for path in settings_read(registry.stage_class(name), config.PipelineConfig())

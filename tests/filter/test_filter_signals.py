@@ -210,15 +210,15 @@ def test_rules_switch_off_singly_and_by_ruleset():
     columns = DocumentFilter(dataclasses.replace(base, rules=rules)).apply(["Too short."])
     assert "gopher_short_doc" not in columns["failed_rules"][0]
     assert columns["reject_rule"] == ["gopher_stop_words"]
-    only_simple = DocumentFilter(dataclasses.replace(base, rulesets=["seed000"])).apply(["Too short."])
-    assert only_simple["failed_rules"] == [["seed000_chars", "seed000_sentence_length"]]  # 10 chars, 2 words
+    only_simple = DocumentFilter(dataclasses.replace(base, rulesets=["simple"])).apply(["Too short."])
+    assert only_simple["failed_rules"] == [["simple_chars", "simple_sentence_length"]]  # 10 chars, 2 words
 
 
 def test_simple_thresholds_preset_selects_its_table():
     cfg = config.load(config.CONF_DIR / "presets" / "simple_thresholds.yaml")
     active = cfg.filter.active_rules()
-    assert {"seed000_chars", "seed000_special_symbols", "seed000_sentence_length", "seed000_digits"} <= set(active)
-    assert "gopher_short_doc" not in active and "seed000_char_repetition" not in active
+    assert {"simple_chars", "simple_special_symbols", "simple_sentence_length", "simple_digits"} <= set(active)
+    assert "gopher_short_doc" not in active and "simple_char_repetition" not in active
 
 
 @pytest.mark.parametrize("rules, message", [
