@@ -5,7 +5,8 @@
 
 Per stage and outcome folder (kept/, rejected/, errors/, skipped/): the row count, a SHA-256 of the
 sorted ids, a SHA-256 of every row's content columns (text, or the token columns of pack) in id
-order, and the schema as Arrow types. ``--compare`` prints every difference and exits 1 if there is
+order, and the schema as Arrow types. MindRecord shards (the mindrecord stage writes no outcome
+folders) are read back with MindSpore: per shard file, its rows and a SHA-256 of its rows in order. ``--compare`` prints every difference and exits 1 if there is
 one; a column whose type alone changed is reported as such.
 """
 from __future__ import annotations
@@ -48,11 +49,28 @@ def folder_digest(path: Path) -> dict:
             "schema": {f.name: str(f.type) for f in table.schema}}
 
 
+def shard_digest(path: Path) -> dict:
+    from mindspore.mindrecord import FileReader  # only where a run has shards
+
+    reader = FileReader(str(path))
+    content, rows = hashlib.sha256(), 0
+    try:
+        for row in reader.get_next():
+            content.update(json.dumps({k: v.tolist() if hasattr(v, "tolist") else v for k, v in sorted(row.items())},
+                                      default=str).encode())
+            rows += 1
+    finally:
+        reader.close()
+    return {"rows": rows, "ids": path.name, "content": content.hexdigest()[:16], "schema": {}}
+
+
 def run_digest(run_dir: Path) -> dict:
     digest = {}
     for stage_dir in sorted(p for p in run_dir.iterdir() if p.is_dir() and (p / "_COMPLETE.json").exists()):
         digest[stage_dir.name] = {name: folder_digest(stage_dir / name) for name in OUTCOME_FOLDERS
                                   if (stage_dir / name).is_dir()}
+        digest[stage_dir.name].update({shard.name: shard_digest(shard)
+                                       for shard in sorted(stage_dir.glob("*.mindrecord"))})
     return digest
 
 

@@ -32,7 +32,7 @@ except ImportError:  # Airflow 2
 
 # Pipeline order; CORPUSMILL_STAGES (comma-separated) narrows it, e.g. to the stages a deployment runs.
 # Written out because the scheduler parses this file without corpusmill installed;
-# tests/pipeline/test_airflow_dag.py checks it against jobs.registry.STAGE_ORDER.
+# tests/pipeline/test_airflow_dag.py checks it against the stages' own declarations (jobs.registry).
 STAGE_ORDER = ["extract", "filter", "pii", "dedup", "decontam", "score", "mix", "pack", "mindrecord"]
 STAGES = [s.strip() for s in os.environ.get("CORPUSMILL_STAGES", ",".join(STAGE_ORDER)).split(",") if s.strip()]
 
