@@ -4,8 +4,8 @@ Each stage declares its config class (``Stage.config``), which lives beside its 
 ``udfs/<stage>/`` (``udfs/common/config.py`` holds the plumbing); this module adds the sections that
 belong to the driver (Spark, I/O) and loads a file over the stages' own ``conf/<stage>.yaml``. The
 YAML in ``conf/`` names every setting with its default: scalar defaults are the classes' and restated
-there, tables (filter rules, mix domains) are read from there; ``tests/pipeline/test_config.py`` checks that
-both agree, so ``PipelineConfig()`` in a notebook behaves as ``conf/local.yaml``.
+there, tables (filter rules, mix domains) are read from there; ``tests/pipeline/test_config.py``
+checks that both agree, so ``PipelineConfig()`` in a notebook behaves as ``conf/local.yaml``.
 """
 from __future__ import annotations
 
@@ -63,13 +63,17 @@ class IOConfig:
             raise ConfigError(f"{prefix}.chunk_files: must be 0 (no chunks) or a positive file count")
 
 
+# The sections that are not a stage's: where the run goes, and the driver's own settings.
+DRIVER_SECTIONS = {"output": (str, "out"), "run": (str, "default"), "spark": (SparkConfig, SparkConfig),
+                   "io": (IOConfig, IOConfig)}
+
+
 def pipeline_config_class(stages: Optional[Sequence[Type[Stage]]] = None) -> type:
     """The root config class: the run's name and output, the driver's sections, and one section per
     stage (``stages``: the registry's by default), each defaulting to its config class."""
     stages = registry.stages() if stages is None else stages
-    fields = [("output", str, field(default="out")), ("run", str, field(default="default")),
-              ("spark", SparkConfig, field(default_factory=SparkConfig)),
-              ("io", IOConfig, field(default_factory=IOConfig))]
+    fields = [(name, kind, field(default_factory=default) if callable(default) else field(default=default))
+              for name, (kind, default) in DRIVER_SECTIONS.items()]
     fields += [(cls.name, cls.config, field(default_factory=cls.config)) for cls in stages]
     root = dataclasses.make_dataclass("PipelineConfig", fields, frozen=True)
     root.__module__ = __name__  # pickled by reference, as a class written here would be
@@ -91,6 +95,6 @@ def load(path: Optional[os.PathLike] = None, overrides: Optional[dict] = None) -
     data = deep_merge(data, read_yaml(Path(path) if path else DEFAULT_CONFIG))
     if overrides:
         data = deep_merge(data, overrides)
-    root = PipelineConfig if [f.name for f in dataclasses.fields(PipelineConfig)][4:] == [c.name for c in stages] \
-        else pipeline_config_class(stages)
-    return build(root, data)
+    # The module's class unless a stage was registered since it was built (a notebook's own stage).
+    same = [f.name for f in dataclasses.fields(PipelineConfig)] == [*DRIVER_SECTIONS, *(c.name for c in stages)]
+    return build(PipelineConfig if same else pipeline_config_class(stages), data)
