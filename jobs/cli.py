@@ -88,12 +88,16 @@ def report_command(args: argparse.Namespace) -> int:
     return 0
 
 
-RUN_DESCRIPTION = f"""\
+def run_description() -> str:
+    """The run command's help: the stages in their declared order."""
+    return f"""\
 Run every stage, or the stages named in --stages, in this order:
   {' -> '.join(registry.stage_order())}
 Outputs go to <output>/<run>/<stage>/ (kept/, rejected/, errors/, _stats.json). A re-run skips the
 stages that finished with the same config and input and resumes at the first unfinished one. Prints
 one summary line per stage and writes <output>/<run>/report.html at the end."""
+
+
 RUN_EXAMPLES = """\
 examples:
   corpusmill run --input data/sample --output out --run demo                    # the bundled sample WARCs
@@ -117,7 +121,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--version", action="version", version=f"corpusmill {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the pipeline, one stage or a list of stages",
-                              description=RUN_DESCRIPTION, epilog=RUN_EXAMPLES,
+                              description=run_description(), epilog=RUN_EXAMPLES,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(run)
     report = commands.add_parser("report", help="(re)write <output>/<run>/report.html from a run's outputs")
