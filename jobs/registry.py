@@ -21,12 +21,16 @@ _found: Dict[str, Type[Stage]] = {}
 
 def _discover() -> Dict[str, Type[Stage]]:
     if not _found:
+        # Kept only once every module imported and declared itself: a failed import is raised again
+        # by the next call, never answered with the stages found before it.
+        found = {}
         package = importlib.import_module("jobs.stages")
         for info in pkgutil.iter_modules(package.__path__, "jobs.stages."):
             module = importlib.import_module(info.name)
             for value in vars(module).values():
                 if isinstance(value, type) and issubclass(value, Stage) and value.__module__ == module.__name__:
-                    _found[check_declaration(value).name] = value
+                    found[check_declaration(value).name] = value
+        _found.update(found)
     return _found
 
 

@@ -44,12 +44,13 @@ class PiiStage(Stage):
     @classmethod
     def report_facts(cls, read, stats: dict) -> dict:
         counts = {}
+        docs = None  # the written rows, read only for a count its _stats.json lacks
         for key, column in (("pii_replaced", "pii"), ("url_pii_replaced", "url_pii")):
             if isinstance(stats.get(key), dict):
                 counts[column] = {str(k): int(v) for k, v in stats[key].items()}
-            else:
-                docs = read("kept", "rejected")
-                counts[column] = replaced_per_type(docs, column) if docs is not None and column in docs.columns else {}
+                continue
+            docs = read("kept", "rejected") if docs is None else docs
+            counts[column] = replaced_per_type(docs, column) if docs is not None and column in docs.columns else {}
         return counts
 
     @classmethod

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import atexit
 import threading
-from typing import Any, Callable, Dict, Hashable, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Hashable, Tuple, TypeVar
 
 T = TypeVar("T")
 
@@ -37,11 +37,12 @@ def worker_resource(kind: str, key: Hashable, make: Callable[[], T]) -> T:
         return _held[slot]
 
 
-def release(kind: Optional[str] = None) -> None:
-    """Close and drop every held thing of ``kind`` (every kind when None)."""
+def release() -> None:
+    """Close and drop every held thing; the next caller makes it again."""
     with _lock:
-        slots = [slot for slot in _held if kind is None or slot[0] == kind]
-        dropped = [_held.pop(slot) for slot in slots]
+        dropped = list(_held.values())
+        _held.clear()
+        _making.clear()
     for thing in dropped:
         close = getattr(thing, "close", None)
         if callable(close):

@@ -1,0 +1,55 @@
+"""The per-worker resources (udfs/common/worker.py): made once per process however many threads ask,
+a failed make tried again by the next caller, released with their close()."""
+import threading
+import time
+
+import pytest
+
+from udfs.common import worker
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    worker.release()
+    yield
+    worker.release()
+
+
+def test_threads_asking_at_once_get_one_thing_made_once():
+    made = []
+
+    def make():
+        time.sleep(0.05)  # long enough for every thread to ask while it is being made
+        made.append(object())
+        return made[-1]
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(worker.worker_resource("test.slow", "k", make)))
+               for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(made) == 1 and all(g is made[0] for g in got)
+    assert worker.worker_resource("test.slow", "other key", object) is not made[0]
+
+
+def test_a_failed_make_is_tried_again_by_the_next_caller():
+    with pytest.raises(RuntimeError, match="model file missing"):
+        worker.worker_resource("test.failing", "k", lambda: (_ for _ in ()).throw(RuntimeError("model file missing")))
+    assert worker.worker_resource("test.failing", "k", lambda: "made") == "made"
+
+
+def test_release_closes_what_it_held_and_the_next_caller_makes_it_again():
+    class Client:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    first = worker.worker_resource("test.client", "k", Client)
+    assert worker.worker_resource("test.client", "k", Client) is first
+    worker.release()
+    assert first.closed
+    second = worker.worker_resource("test.client", "k", Client)
+    assert second is not first and not second.closed
