@@ -12,9 +12,9 @@ need a context word ("SSN", "电话", …) to count. ``ContextScorer`` adds the 
 negative word ("order", "订单", "ISBN", "version", …) vetoes the match.
 
 Modules: ``rules`` (``Rule``, context scoring, the ``RegexRecognizer`` base), ``checks`` (number
-checks beyond stdnum's), ``network`` (e-mail, IP), ``phone_shapes`` and ``phones`` (phone numbers),
-``identifiers`` (cards, IBAN, SSN, Chinese IDs), ``credentials`` (API keys, private keys), ``ner``
-(spaCy names, places, organisations). This package names what the scrubber, tests and benches use.
+checks beyond stdnum's), ``network`` (e-mail, IP), ``phone_shapes``, ``phone_context`` and ``phones``
+(phone numbers), ``identifiers`` (cards, IBAN, SSN, Chinese IDs), ``credentials`` (API keys, private
+keys), ``ner`` (spaCy names, places, organisations). This package names what the scrubber, tests and benches use.
 """
 from udfs.pii.recognizers.checks import CN_PROVINCES, cn_ric_valid, cn_uscc_valid
 from udfs.pii.recognizers.credentials import ApiKeyRecognizer, PrivateKeyRecognizer

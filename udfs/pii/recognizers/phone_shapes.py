@@ -36,9 +36,12 @@ class PhoneShape:
     _DATE = regex.compile(r"(?<![\d./-])(?:(?:0?[1-9]|[12]\d|3[01])([./-])(?:0?[1-9]|1[0-2])\1(?:\d{4}|\d{2})"
                           r"|(?:0?[1-9]|1[0-2])([./-])(?:0?[1-9]|[12]\d|3[01])\2(?:\d{4}|\d{2})"
                           r"|(?:1[89]|20)\d{2}([./-])(?:0?[1-9]|1[0-2])\3(?:0?[1-9]|[12]\d|3[01]))(?![\d./-]\d)")
-    # An SSN's 3-2-4 and an IMEI's 2-6-6: other recognizers' business, or nobody's.
-    _NOT_PHONE_SHAPES = regex.compile(r"\d{3}([- .])\d{2}\1\d{4}|\d{2}([- ])\d{6}\2\d{6}")
+    # An SSN's 3-2-4 and an IMEI's 2-6-6: other recognizers' business, or nobody's; a Brazilian
+    # postcode's 5-3.
+    _NOT_PHONE_SHAPES = regex.compile(r"\d{3}([- .])\d{2}\1\d{4}|\d{2}([- ])\d{6}\2\d{6}|\d{5}-\d{3}")
     _YEAR_RANGE = regex.compile(r"(?:1[5-9]|20)\d\d ?[-–—/] ?(?:1[5-9]|20)\d\d")
+    # Round counts in thousands groupings ("20 000 000", "1.500.000"), never dialled.
+    _ROUND = regex.compile(r"\d{1,3}(?:[ \xa0.]\d{3})*[ \xa0.]000[ \xa0.]000")
     # Shapes as often something else: thousands ("1 234 567"), "1123-1145" ranges, ZIP+4, EIN.
     _WEAK_SHAPES = regex.compile(r"[1-9]\d{0,2}([ \xa0.])\d{3}(?:\1\d{3})*|\d{1,4} ?[-–—] ?\d{1,4}|\d{5}-\d{4}|\d{2}-\d{7}")
     _DASH_EXTENSION = regex.compile(r"(.*\d)[ \xa0]?[-–][ \xa0]?\d{1,4}")
@@ -68,10 +71,10 @@ class PhoneShape:
         # A slash only follows an area code with its trunk prefix ("030/227-555"), never "17-24 160/ 450".
         if "/" in marks and not self._AREA_SLASH.match(number):
             return 0.0, ""
-        if number.startswith(("+", "00")):
+        if number.startswith(("+", "00", "(+")):
             found = self.international(number, marks)
             # "00" may also begin a national number ("0002 176808").
-            if found[0] or number.startswith("+"):
+            if found[0] or not number.startswith("00"):
                 return found
         found = self.national(number)
         stem = self._DASH_EXTENSION.fullmatch(number)
@@ -105,7 +108,8 @@ class PhoneShape:
         if ("." in marks and (any(not 2 <= len(g) <= 4 for g in groups)
                               or len(marks) > 1 and any(len(g) < 3 for g in groups[1:]))
                 or len(digits) > self.MAX_DIGITS or any(len(g) == 1 for g in groups[1:])
-                or self._NOT_PHONE_SHAPES.fullmatch(number) or self._YEAR_RANGE.fullmatch(number)):
+                or self._NOT_PHONE_SHAPES.fullmatch(number) or self._YEAR_RANGE.fullmatch(number)
+                or self._ROUND.fullmatch(number)):
             return 0.0, ""
         region = self.possible_region(digits)
         if not region:

@@ -1,6 +1,7 @@
 """Phone numbers in running text: ``PhoneCandidates`` finds the runs that may be phone numbers and
 splits a run that lists several, ``in_the_way`` vetoes runs glued to words, amounts or codes, and
-``PhoneNumberRecognizer`` scores what is left by its shape (``phone_shapes``) and the words before it.
+``PhoneNumberRecognizer`` scores what is left by its shape (``phone_shapes``) and its context
+(``phone_context``).
 """
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ from presidio_analyzer import EntityRecognizer, LocalRecognizer, RecognizerResul
 
 from udfs.pii.recognizers.checks import continues_a_code
 from udfs.pii.recognizers.phone_shapes import DIGITS, ENDS_IN_EXTENSION, EXTENSION, FULLWIDTH, SEPARATORS, PhoneShape
-from udfs.pii.recognizers.rules import LANGUAGE, ContextScorer, recognizer_result
+from udfs.pii.recognizers.phone_context import PHONE_WORDS, PhoneContext
+from udfs.pii.recognizers.rules import LANGUAGE, recognizer_result
 
-# Digit groups (one may be bracketed) joined by one separator each, a "(0)" trunk prefix being
-# a bracketed group, then an optional extension.
+# A country code ("+41", "(+41)", "0041"), then digit groups (one may be bracketed) joined by one
+# separator each, a "(0)" trunk prefix being a bracketed group, then an optional extension.
+_COUNTRY_CODE = r"(?:[(（]\+\d{1,3}[)）][ \xa0]?|\+[ \xa0]?|(?<!\d)00(?=[1-9]))"
 _GROUP = r"(?:[(（]\d{1,6}[)）]|\d{1,15})"
 _SEP = r"(?:[ \xa0]?[-–—－./][ \xa0]?|[ \xa0]|(?<=[)）])|(?=[(（]))"
-_NUMBER = rf"(?:\+[ \xa0]?|(?<!\d)00(?=[1-9]))?{_GROUP}(?:{_SEP}{_GROUP})*{EXTENSION}?(?![\d(（]|[.,．]\d)"
+_NUMBER = rf"{_COUNTRY_CODE}?{_GROUP}(?:{_SEP}{_GROUP})*{EXTENSION}?(?![\d(（]|[.,．]\d)"
 
 
 def _digit_count(raw: str) -> int:
@@ -69,7 +72,7 @@ class PhoneCandidates:
     @staticmethod
     def _long_national_run(raw: str) -> bool:
         """More than 12 digits with no country code and no extension: maybe more than one number."""
-        return not (raw.startswith(("+", "00")) or ENDS_IN_EXTENSION.search(raw) or _digit_count(raw) <= 12)
+        return not (raw.startswith(("+", "00", "(+", "（+")) or ENDS_IN_EXTENSION.search(raw) or _digit_count(raw) <= 12)
 
     def pieces(self, text: str, start: int, end: int) -> List[Tuple[int, int]]:
         """A national run of more than 12 digits joined by spaces holds more than one number.
@@ -111,13 +114,16 @@ _GLUED_AFTER = regex.compile(r"[A-Za-z@_]|[.–-][A-Za-z]|:\d")
 _AMOUNT_BEFORE = regex.compile(r"(?:[$€£¥₹]|\b(?:USD|EUR|GBP|CHF|CNY|RMB|SEK|NOK|DKK|Rs\.?))[ \xa0]?$")
 _AMOUNT_AFTER = regex.compile(r"[ \xa0]?(?:[%‰°′€$£¥元円万亿]|m²|(?:kr|km|kg|mm|cm|ft|mi|lbs?|USD|EUR|GBP|SEK|"
                               r"dollars?|euros?|pounds?|yuan|people|inhabitants|residents|votes|tons?|tonnes?|"
-                              r"bytes|views|copies)\b)")
+                              r"bytes|views|copies|visitors|users|subscribers|members|employees|households|"
+                              r"habitants|habitantes|abitanti|Einwohner|inwoners|invånare|mieszkańców)\b)")
 
 
 def in_the_way(text: str, start: int, end: int, leniency: int) -> bool:
     """Context that makes a phone-shaped number something else: glued to a word, path or address
-    (from leniency 1 on), a time after it, an amount's currency or unit, part of an IBAN-like code."""
-    glued = leniency and (_GLUED_BEFORE.search(text, max(0, start - 1), start) or _GLUED_AFTER.match(text, end))
+    (from leniency 1 on; a label such as "-Office" is no word), a time after it, an amount's currency
+    or unit, part of an IBAN-like code."""
+    glued_after = _GLUED_AFTER.match(text, end) and not PhoneContext.labelled_after(text, end)
+    glued = leniency and (_GLUED_BEFORE.search(text, max(0, start - 1), start) or glued_after)
     return bool(glued or _AMOUNT_BEFORE.search(text, max(0, start - 5), start)
                 or _AMOUNT_AFTER.match(text, end) or continues_a_code(text, start))
 
@@ -138,40 +144,23 @@ class PhoneNumberRecognizer(LocalRecognizer):
     thousands groupings ("1 234 567"), "1123-1145" ranges. Shapes that are not phone numbers are
     dropped: dates, times, decimals, dotted versions and addresses, the SSN's 3-2-4, year ranges,
     ISBNs, amounts with a currency or unit, the tail of an IBAN-like code. A word before the number
-    raises it (phone, tel, fax, Handy, téléphone, 电话 …) or vetoes it (order, ISBN, page, lat …).
+    raises it (phone, tel, fax, Handy, téléphone, 电话, call back, texted …) or vetoes it (order, ISBN,
+    page, account number …); so does a label beside it ("Desk:", "-Office"), the end of a postal
+    address right before it or a verb of reaching someone right after it (``phone_context``).
 
     ``leniency`` 0 also takes numbers glued to words; 2 and 3 take their candidates from
     libphonenumber's own matcher with its grouping checks (valid numbers only), scored the same way.
     """
 
     ENTITY = "PHONE"
-    CONTEXT = (
-        "phone", "phones", "telephone", "tel", "mobile", "cell", "cellphone", "call", "fax", "contact",
-        "reach", "dial", "ring", "text", "sms", "whatsapp", "number", "ph", "mob", "hotline", "helpline",
-        "landline", "switchboard", "reached", "calling", "called", "phoned", "texting", "ringing", "contacted",
-        "telefon", "telefonisch", "telefonnummer", "rufnummer", "handy", "mobil", "mobilnummer", "anrufen",
-        "rufen", "anruf", "durchwahl", "téléphone", "tél", "portable", "appelez", "appeler", "appelle",
-        "joindre", "numéro", "telefono", "cellulare", "chiamare", "chiamaci", "chiamate", "numero", "teléfono",
-        "móvil", "llame", "llámenos", "llamar", "telefone", "celular", "ligue", "ligar", "tfn", "ringa",
-        "telefoon", "bel", "mobiel", "tlf", "telefonu", "numer", "dzwonić", "zadzwoń", "komórka",
-        "电话", "電話", "手机", "手機", "联系", "聯繫", "致电", "热线", "座机", "传真", "微信", "拨打", "携帯")
-    NEGATIVE_CONTEXT = (
-        "order", "invoice", "tracking", "ref", "reference", "isbn", "issn", "sku", "serial", "patent", "doi",
-        "pmid", "imei", "qq", "icp", "article", "art", "item", "model", "batch", "receipt", "transaction",
-        "confirmation", "registration", "reg", "vat", "tax", "company number", "company no", "parcel", "shipment", "barcode", "ean",
-        "upc", "page", "pages", "pp", "pg", "vol", "volume", "version", "ver", "build", "release", "coordinates",
-        "coords", "lat", "latitude", "lon", "lng", "longitude", "gps", "score", "scores", "scored", "price",
-        "prices", "population", "zip", "postcode", "pmc", "identification", "bestellnummer", "rechnung", "seite", "seiten", "commande",
-        "facture",
-        "订单", "单号", "编号", "账号", "帐号", "流水", "快递", "运单", "工号", "学号", "序列", "型号", "货号", "批号",
-        "专利", "卡号", "页", "价格", "坐标", "比分", "版本")
+    CONTEXT = PHONE_WORDS
 
     def __init__(self, regions: Sequence[str], leniency: int = 1, context_window: int = 64):
         self.regions = tuple(regions)
         self.leniency = leniency
         self._shape = PhoneShape(self.regions)
         self._candidates = PhoneCandidates(self._shape, leniency)
-        self._context = ContextScorer(self.CONTEXT, self.NEGATIVE_CONTEXT, context_window)
+        self._context = PhoneContext(context_window)
         super().__init__(supported_entities=[self.ENTITY], supported_language=LANGUAGE, context=list(self.CONTEXT))
 
     def load(self) -> None:
@@ -182,7 +171,7 @@ class PhoneNumberRecognizer(LocalRecognizer):
         for start, end in self._candidates.spans(text):
             score, region = self._shape.score(text[start:end])
             if score > 0 and not in_the_way(text, start, end, self.leniency):
-                score = self._context.adjust(text, start, score)
+                score = self._context.adjust(text, start, end, score)
             else:
                 score = 0.0
             if score > 0:

@@ -52,6 +52,10 @@ def _word_alternation(words: Iterable[str], suffixes: Sequence[str] = ()) -> Opt
     return regex.compile("|".join(parts))
 
 
+def _is_latin_alnum(ch: str) -> bool:
+    return ch.isalnum() and ch < "\u0250"
+
+
 class ContextScorer:
     """Adjust a score from the words in a window before the match, on the same line (or the line
     before, when the value starts its own line: "电话：\n0755-…" in an extracted table).
@@ -79,20 +83,36 @@ class ContextScorer:
         return last
 
     def before(self, text: str, start: int) -> str:
-        window = text[max(0, start - self.window):start]
+        lo = max(0, start - self.window)
+        # A word the window cuts is not read ("Flat" is not "lat"); CJK text has no spaces to wait for.
+        while 0 < lo < start and _is_latin_alnum(text[lo - 1]) and _is_latin_alnum(text[lo]):
+            lo += 1
+        window = text[lo:start]
         line_start = window.rfind("\n")
         if line_start >= 0 and not window[line_start + 1:].strip():
             line_start = window.rfind("\n", 0, line_start)
         return window[line_start + 1:].lower()
 
-    def adjust(self, text: str, start: int, score: float) -> float:
+    def verdict(self, text: str, start: int) -> int:
+        """1: the nearest context word before ``start`` is positive, -1: negative, 0: none."""
         before = self.before(text, start)
         pos, neg = self._last(self.positive, before), self._last(self.negative, before)
         if neg >= 0 and neg >= pos:
+            return -1
+        return 1 if pos >= 0 else 0
+
+    def boosted(self, score: float) -> float:
+        return round(min(1.0, score + self.boost), 6)
+
+    def adjust(self, text: str, start: int, score: float) -> float:
+        verdict = self.verdict(text, start)
+        if verdict < 0:
             return 0.0
-        if pos >= 0:
-            return round(min(1.0, score + self.boost), 6)
-        return score
+        return self.boosted(score) if verdict > 0 else score
+
+    def has_negative(self, segment: str) -> bool:
+        """Does ``segment`` (e.g. the words after a match) hold a negative word?"""
+        return self.negative is not None and self.negative.search(segment.lower()) is not None
 
 
 # ---------------------------------------------------------------------------------------------
