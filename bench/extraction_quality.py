@@ -1,24 +1,26 @@
 """Main-content extraction quality on two development sets, ours against the libraries.
 
     python bench/extraction_quality.py [--sets trafilatura-eval,readability] [--extractors corpusmill,...]
-                                       [--misses corpusmill] [--regressions corpusmill]
+                                       [--misses corpusmill] [--regressions corpusmill [--against trafilatura]]
 
 The two sets (``tools/extraction_devsets.py`` describes them and their scores) are made
 differently: trafilatura's evaluation pages with snippets that must / must not appear, and Mozilla
 Readability's test pages with the article it keeps. A change to the extractor counts when it helps
 on both (tune on one, read the other).
 
-Speed is pages per CPU-second of this process. For the default, the whole-page fallback rate is
-the share of pages whose near-empty main content was replaced by the block pass's verdict on the
-whole page (``udfs.extract.html.main_or_whole_page``). ``--misses NAME`` prints the snippets that
+Speed is pages per CPU-second of this process. For the default, the share of pages whose main
+content was replaced by the block pass's verdict on the whole page (near-empty main content without
+a run of prose on the page) or on the page's article run (near-empty, or a doubtful block beside the
+article) is printed (``udfs.extract.html.chosen_units``). ``--misses NAME`` prints the snippets that
 extractor got wrong (trafilatura-eval); ``--regressions NAME`` lists the pages where NAME's F1 is at
-least 0.2 below resiliparse's main-content mode alone.
+least 0.2 below that of ``--against`` (resiliparse's main-content mode alone unless told otherwise).
 """
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Callable, Dict, List
 
@@ -26,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tools.extraction_devsets import LOADERS, SETS, f1, page_scores, score  # noqa: E402
-from udfs.extract.html import extract_main_text, kept_units  # noqa: E402
+from udfs.extract.html import FROM_ARTICLE_RUN, FROM_WHOLE_PAGE, extract_main_text, kept_units  # noqa: E402
 from udfs.extract.text import normalize_text  # noqa: E402
 
 
@@ -76,18 +78,18 @@ def print_misses(pages: List[dict], texts: List[str]) -> None:
                 print(f"   LEAKED  {snippet!r}  in line: {line[:160]!r}")
 
 
-def print_regressions(name: str, pages: List[dict], texts: List[str], baseline: List[str]) -> None:
-    """Pages where ``name`` loses at least 0.2 F1 against resiliparse's main-content mode alone."""
+def print_regressions(name: str, against: str, pages: List[dict], texts: List[str], baseline: List[str]) -> None:
+    """Pages where ``name`` loses at least 0.2 F1 against ``against``."""
     worse = []
     for page, text, base in zip(pages, texts, baseline):
         ours, theirs = page_scores(page, text), page_scores(page, base)
         loss = f1(theirs["precision"], theirs["recall"]) - f1(ours["precision"], ours["recall"])
         if loss >= 0.2:
             worse.append((loss, page["name"], ours, theirs))
-    print(f"  {len(worse)} pages where {name} loses >= 0.2 F1 against resiliparse alone")
+    print(f"  {len(worse)} pages where {name} loses >= 0.2 F1 against {against}")
     for loss, page_name, ours, theirs in sorted(worse, reverse=True):
         print(f"    -{loss:.2f} {page_name}: P {ours['precision']:.2f} R {ours['recall']:.2f}"
-              f" (resiliparse P {theirs['precision']:.2f} R {theirs['recall']:.2f})")
+              f" ({against} P {theirs['precision']:.2f} R {theirs['recall']:.2f})")
 
 
 def main() -> None:
@@ -97,7 +99,9 @@ def main() -> None:
                         help=f"comma-separated subset of {','.join(EXTRACTORS)}")
     parser.add_argument("--misses", metavar="NAME", help="print the snippets this extractor got wrong")
     parser.add_argument("--regressions", metavar="NAME",
-                        help="list pages where this extractor loses >= 0.2 F1 against resiliparse alone")
+                        help="list pages where this extractor loses >= 0.2 F1 against --against")
+    parser.add_argument("--against", default="resiliparse", choices=sorted(EXTRACTORS),
+                        help="the extractor --regressions compares with (default: resiliparse alone)")
     args = parser.parse_args()
 
     names = args.extractors.split(",")
@@ -114,15 +118,16 @@ def main() -> None:
             print(f"{name:<22}{m['precision']:>7.3f}{m['recall']:>7.3f}{m['f1']:>7.3f}{rate:>13.0f}"
                   f"{1000 / rate:>9.2f}", flush=True)
             if name == "corpusmill":
-                fallbacks = sum(kept_units(page["html"])[1] for page in pages)
-                print(f"{'':<4}whole page taken for the main content on {fallbacks} pages"
-                      f" ({fallbacks / len(pages):.1%})")
+                sources = Counter(kept_units(page["html"])[1] for page in pages)
+                for source in (FROM_WHOLE_PAGE, FROM_ARTICLE_RUN):
+                    print(f"{'':<4}{source} taken for the main content on {sources[source]} pages"
+                          f" ({sources[source] / len(pages):.1%})")
             if name == args.misses:
                 print_misses(pages, texts)
         if args.regressions:
-            baseline = texts_by_name.get("resiliparse") or run("resiliparse", pages)[0]
+            baseline = texts_by_name.get(args.against) or run(args.against, pages)[0]
             texts = texts_by_name.get(args.regressions) or run(args.regressions, pages)[0]
-            print_regressions(args.regressions, pages, texts, baseline)
+            print_regressions(args.regressions, args.against, pages, texts, baseline)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,17 @@ from udfs.extract.text import normalize_text, normalize_text_reference
 # Every kind of character the folding treats apart: spaces of many kinds, the line separators, the
 # dropped controls and zero-width marks, letters that NFC composes, a lone surrogate, astral ones.
 TRICKY = list("ab \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u200a\u200b\u200d\u2028\u2029\u202f\u205f"
-              "\u3000\ufeff\x00\x7f\x9f\u202a\u2060\u03a3e\u0301") + ["\ud800", "\U0001f600", "\U000e0001"]
+              "\u3000\ufeff\x00\x7f\x9f\xad\u202a\u2060\u03a3e\u0301") + ["\ud800", "\U0001f600", "\U000e0001"]
 
 
 def test_normalize_nfc_controls_zero_width_and_whitespace():
     raw = "Cafe\u0301\u200b  menu\t\x07ok\r\n\r\n\r\n  second\u00a0 para  \u2028third"
     assert normalize_text(raw) == "Caf\u00e9 menu ok\n\nsecond para\nthird"
+
+
+def test_normalize_joins_words_broken_by_soft_hyphens():
+    broken = "Schon im Mit\xadtel\xadal\xadter war der Wein be\xadkannt."
+    assert normalize_text(broken) == "Schon im Mittelalter war der Wein bekannt."
 
 
 def test_normalize_collapses_every_unicode_space_within_lines():

@@ -181,10 +181,11 @@ cdef class Unit:
     """One paragraph, heading or line of a page's text: its element (``p``, ``h1`` … ``h6``, ``pre``, or
     ``text`` for a line outside them), its text, its length in characters and words (spaces + 1), and
     how many of its characters are link text; ``furniture``: whether its text is a furniture line, as
-    the block pass found (``None`` before), for the line pass to reuse. (Fields: _page_walk.pxd.)"""
+    the block pass found (``None`` before), for the line pass to reuse; ``index``: its place among the
+    page's units, the same in every view (-1: not from a page). (Fields: _page_walk.pxd.)"""
 
-    def __init__(self, kind, text, link_chars):
-        self.kind, self.text, self.link_chars = kind, text, link_chars
+    def __init__(self, kind, text, link_chars, index=-1):
+        self.kind, self.text, self.link_chars, self.index = kind, text, link_chars, index
         self.chars = len(text)
         self.words = text.count(" ") + 1
 
@@ -388,6 +389,31 @@ cdef class PageUnits:
             free(out)
         return result
 
+    def text_ends(self, int mask):
+        """For each unit of the page, by its ``index``: the characters of text (spaces left out) in the
+        view without ``mask``'s marks up to the end of that unit. The text between two units of one
+        view is measured in another by subtracting two of these."""
+        cdef Py_ssize_t n_units = self.pieces[self.n_pieces - 1].unit + 1 if self.n_pieces else 0
+        cdef list ends = [0] * n_units
+        cdef Py_ssize_t i, j, unit = 0, total = 0
+        cdef unsigned char c
+        cdef Piece *piece
+        for i in range(self.n_pieces):
+            piece = &self.pieces[i]
+            while unit < piece.unit:
+                ends[unit] = total
+                unit += 1
+            if piece.marks & mask or piece.length <= 0:
+                continue
+            for j in range(piece.start, piece.start + piece.length):
+                c = self.text[j]
+                if not _is_space(c) and (c & 0xC0) != 0x80:  # a character's first byte
+                    total += 1
+        while unit < n_units:
+            ends[unit] = total
+            unit += 1
+        return ends
+
     cdef Py_ssize_t _join(self, Py_ssize_t i, int mask, unsigned char *out, list result) except -1:
         """Join the pieces of the unit that starts at piece ``i``: spaces collapsed (but in ``pre``),
         line breaks kept, the ends stripped; returns the next unit's first piece."""
@@ -431,7 +457,8 @@ cdef class PageUnits:
             last -= 1
         if last > first:
             result.append(Unit(_KINDS[kind - 1] if kind else "text",
-                               PyUnicode_DecodeUTF8(<char *>out + first, last - first, "replace"), link_chars))
+                               PyUnicode_DecodeUTF8(<char *>out + first, last - first, "replace"), link_chars,
+                               unit))
         return i
 
 

@@ -16,7 +16,9 @@
    kept too.
 3. **Lines** (after extraction): short lines that are stock phrases of page furniture in the
    languages of the crawl — "Related articles", "Share this", "Mehr zum Thema", "Lire aussi",
-   bare datelines, "Foto: …" credits, "© 2020 …". A long line is prose even when it mentions cookies.
+   bare datelines, "Foto: …" credits and captions ending in one, "© 2020 …"; and, up to a short
+   paragraph long, calls to subscribe, author notes and teasers ending in "read more". A longer line
+   is prose even when it mentions cookies.
 
 The passes are tuned and checked on two development sets made differently — trafilatura's evaluation
 pages and Mozilla Readability's test pages — each against the other (``bench/extraction_quality.py``,
@@ -254,10 +256,52 @@ def _case_folded(line: str) -> str:
     return (line.translate(_REGEX_CASE_FOLD) if "ı" in line or "İ" in line or "ſ" in line else line).lower()
 
 
+# Prompts and notes about the author, up to a short paragraph long, wherever they stand: a call to
+# subscribe (newsletter, e-mail, inbox), an author's note (a name, then "is a … reporter" and a way
+# to follow or reach them, or "writes about"), a teaser that ends in "read more". Matched in the
+# case-folded line, as the patterns above.
+PROMPT_LINE_CHARS = 400
+_PROMPT = re.compile(r"""
+    \b(?:sign\ up|subscribe|register)\b.{0,60}\b(?:newsletter|updates|inbox|e-?mail)\b
+  | \benter\ your\ e-?mail\b | \b(?:delivered|straight|direct(?:ly)?)\ (?:to|in(?:to)?)\ your\ inbox\b
+  | \bnewsletter\b.{0,40}\b(?:abonnieren|bestellen|anmelden|sign\ up|subscribe)\b
+  | \b(?:abonnieren|bestellen)\ sie\b.{0,40}\bnewsletter\b | \bgratis\ per\ newsletter\b
+  | ^(?:\w+\ ){1,3}(?:is|was)\ an?\ (?:\w+\ ){0,3}(?:writer|reporter|journalist|editor|correspondent|columnist
+        |contributor)\b.*(?:\bfollow|\btwitter|\be-?mail|@)
+  | ^(?:\w+\ ){1,3}writes\ about\b | ^schreibt\ seit\ \d{4}\b
+  | (?:read\ more|continue\ reading|weiterlesen|lire\ la\ suite|leer\ más|leia\ mais)\s*[.…»›>]*$
+""", re.X | re.S)
+# Every line ``_PROMPT`` matches holds one of these: looking for them first spares most lines the pattern.
+_PROMPT_WORDS = ("newsletter", "inbox", "mail", "sign up", "subscribe", "register", "writer", "reporter", "journalist",
+                 "editor", "correspondent", "columnist", "contributor", "writes about", "schreibt seit", "read more",
+                 "continue reading", "weiterlesen", "lire la suite", "leer más", "leia mais")
+
+
+def _is_prompt(folded: str) -> bool:
+    return bool(line_marks(folded, _PROMPT_WORDS) & HAS_PHRASE) and bool(_PROMPT.search(folded))
+
+
+# A caption's credit at the end of a short line: "… | Foto: Reuters", "Jane Doe/AFP via Getty Images"
+# (a bare credit line is one of ``_FURNITURE_LINES``). Searched only in the lines that hold a word of it.
+_CREDIT = re.compile(r"""
+    (?:\||\s[–-]|/)\s*(?:fotos?|photos?|bild(?:er)?|credits?|quelle|images?)\s*:.{0,60}$
+  | (?:\bvia\ |/|\|\ ?)(?:getty\ images|reuters|afp|ap\ photo|dpa|epa|shutterstock|istock(?:photo)?|imago
+                      |picture\ alliance)(?:\ \w+){0,3}$
+""", re.X)
+_CREDIT_WORDS = ("foto", "photo", "bild", "credit", "quelle", "image", "reuters", "afp", "dpa", "epa", "shutterstock",
+                 "istock", "imago", "picture alliance")
+
+
+def _is_credit(folded: str) -> bool:
+    return bool(line_marks(folded, _CREDIT_WORDS) & HAS_PHRASE) and bool(_CREDIT.search(folded))
+
+
 def is_boilerplate_line(line: str) -> bool:
     stripped = line.strip()
-    if not stripped or len(stripped) > SHORT_LINE_CHARS:
+    if not stripped or len(stripped) > PROMPT_LINE_CHARS:
         return False
+    if len(stripped) > SHORT_LINE_CHARS:
+        return _is_prompt(_case_folded(stripped))
     return _is_furniture_line(stripped)
 
 
@@ -274,8 +318,8 @@ def _is_furniture_line(line: str) -> bool:
             or (marks & HAS_TWO_SEPARATORS and _LINK_BAR.match(line))):
         return True
     # (as whole-line patterns with ".*", the phrases did not match across a line break)
-    return "\n" not in line and bool((marks & HAS_PHRASE and _FURNITURE_PHRASES.search(folded)) or (
-        "cookie" in folded and _COOKIE.search(folded) and _COOKIE_USE.search(folded)))
+    return ("\n" not in line and bool((marks & HAS_PHRASE and _FURNITURE_PHRASES.search(folded)) or (
+        "cookie" in folded and _COOKIE.search(folded) and _COOKIE_USE.search(folded)))) or _is_prompt(folded) or _is_credit(folded)
 
 
 def drop_boilerplate_lines(text: str) -> str:

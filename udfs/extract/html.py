@@ -12,7 +12,7 @@ from resiliparse.parse.encoding import detect_encoding
 
 from udfs.extract import _page_walk
 from udfs.extract._page_walk import PageUnits
-from udfs.extract.boilerplate import BlockModel, Unit, drop_boilerplate_lines, unit_lines
+from udfs.extract.boilerplate import ANCHOR_CHARS, BlockModel, Unit, drop_boilerplate_lines, unit_lines
 from udfs.extract.main_content import page_walker
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
@@ -85,9 +85,10 @@ MAX_FURNITURE_SHARE = 0.5
 UNDO_CHECK_CHARS = 2000
 # Fewer characters kept than this: the main-content rules may have taken a teaser, a caption or
 # nothing and missed the article (2-5% of the development pages, some of them whole news
-# articles), so the whole page's units go through the block pass too; their verdict replaces the
-# main content's where it keeps at least this many characters more (a short post stays as it is
-# rather than gain a menu line). F1 on both development sets is flat from 100 to 300 characters.
+# articles), so the whole page's units go through the block pass too; their verdict (on the page's
+# article run where it has one, ``chosen_units``) replaces the main content's where it keeps at least
+# this many characters more (a short post stays as it is rather than gain a menu line). F1 on both
+# development sets is flat from 100 to 300 characters.
 MIN_MAIN_TEXT_CHARS = 200
 BLOCK_MODEL_PATH = Path(__file__).resolve().parent / "models" / "block_classifier.json"
 # The views of a walked page: which marks each leaves out (udfs/extract/_page_walk.pyx).
@@ -130,14 +131,148 @@ def whole_page_units(html: str, page: Optional[PageUnits] = None) -> List[Unit]:
     return (page or parse_page(html)).units(WHOLE_PAGE)
 
 
-def kept_units(html: str) -> Tuple[List[Unit], bool]:
-    """The units the block pass keeps, and whether they come from the whole page."""
+# The guard against the wrong block: the main content kept is doubtful where it holds fewer characters
+# than this in prose units (long, link-poor paragraphs: the block pass's anchors, ``ANCHOR_CHARS``)
+# — a sidebar of links, a list of teasers, a form's notice; only then is the rest of the page read.
+DOUBTFUL_PROSE_CHARS = 600
+# ... and the page's article is elsewhere where the whole page holds a run of prose paragraphs (units
+# of at least ``RUN_PARAGRAPH_CHARS``, under ``MAX_RUN_LINK_SHARE`` link text; up to ``MAX_RUN_GAP``
+# other units between two of them: a subheading, a caption, a short paragraph) that the main content
+# kept misses: the run's prose before the first unit kept (a form or widget after the article), or
+# all of it where the run lies wholly before or after what was kept (a sidebar, a list of stories).
+# Prose of the run after the first unit kept is a continuation (the next stories, the comments), not
+# the article. Where the prose missed is at least ``RUN_PROSE_FACTOR`` times the prose kept and at
+# least ``MIN_RUN_CHARS``, the run, with the ``RUN_LEAD`` units before it (its headline and byline)
+# and without the units kept, goes through the block pass instead of the main content.
+RUN_PARAGRAPH_CHARS = 100
+MAX_RUN_LINK_SHARE = 0.3
+MAX_RUN_GAP = 3
+RUN_PROSE_FACTOR = 3
+MIN_RUN_CHARS = 1000
+RUN_LEAD = 3
+# Where the kept units came from.
+FROM_MAIN_CONTENT = "main content"
+FROM_WHOLE_PAGE = "whole page"
+FROM_ARTICLE_RUN = "article run"
+
+
+def _is_prose(unit: Unit, min_chars: int) -> bool:
+    return unit.chars >= min_chars and unit.link_chars < MAX_RUN_LINK_SHARE * unit.chars
+
+
+def prose_run(units: List[Unit]) -> Tuple[int, int, int]:
+    """The run of prose paragraphs in ``units`` with the most characters: its first and last unit's
+    positions in the list and its prose characters ((0, -1, 0) where there is none)."""
+    best = current = (0, -1, 0)
+    gap = MAX_RUN_GAP + 1
+    for i, unit in enumerate(units):
+        if not _is_prose(unit, RUN_PARAGRAPH_CHARS):
+            gap += 1
+            continue
+        start, _, chars = current if gap <= MAX_RUN_GAP else (i, i, 0)
+        current = (start, i, chars + unit.chars)
+        gap = 0
+        if current[2] > best[2]:
+            best = current
+    return best
+
+
+def article_run(units: List[Unit]) -> List[Unit]:
+    """The whole page's prose run (``prose_run``) with the ``RUN_LEAD`` units before it; empty where
+    the run holds under ``MIN_RUN_CHARS``."""
+    first, last, chars = prose_run(units)
+    return units[max(first - RUN_LEAD, 0):last + 1] if chars >= MIN_RUN_CHARS else []
+
+
+def article_elsewhere(kept: List[Unit], whole_page: Callable[[], List[Unit]]) -> List[Unit]:
+    """The whole page's units around its article, without those kept, where the main content kept is
+    a doubtful block elsewhere on the page (``DOUBTFUL_PROSE_CHARS``, ``prose_run``); empty where it
+    stands."""
+    kept_prose = sum(unit.chars for unit in kept if _is_prose(unit, ANCHOR_CHARS))
+    if not kept or kept_prose >= DOUBTFUL_PROSE_CHARS:
+        return []
+    run = article_run(whole_page())
+    prose = [unit for unit in run if _is_prose(unit, RUN_PARAGRAPH_CHARS)]
+    if not prose:
+        return []
+    first_kept, last_kept = kept[0].index, kept[-1].index
+    missed = sum(unit.chars for unit in prose if unit.index < first_kept or prose[0].index > last_kept)
+    if missed < max(MIN_RUN_CHARS, RUN_PROSE_FACTOR * kept_prose):
+        return []
+    kept_indices = {unit.index for unit in kept}
+    return [unit for unit in run if unit.index not in kept_indices]
+
+
+def chosen_units(kept_main: List[Unit], whole_page: Callable[[], List[Unit]],
+                 judge: Callable[[List[Unit]], List[Unit]]) -> Tuple[List[Unit], str]:
+    """What the block pass (``judge``) keeps of the main content; where that is near-empty
+    (``main_or_whole_page``), of the whole page's article run (``article_run``) or, where it has none,
+    of the whole page; where it is a doubtful block elsewhere, of the article run
+    (``article_elsewhere``). And which of ``FROM_MAIN_CONTENT``, ``FROM_WHOLE_PAGE``,
+    ``FROM_ARTICLE_RUN`` it was. The whole page's units are made once, and only when one of the two
+    asks for them."""
+    made = []
+
+    def whole_page_once() -> List[Unit]:
+        if not made:
+            made.append(whole_page())
+        return made[0]
+    units, from_whole_page = main_or_whole_page(kept_main, lambda: judge(whole_page_once()))
+    run = article_run(whole_page_once()) if from_whole_page else article_elsewhere(units, whole_page_once)
+    if run:
+        return judge(run), FROM_ARTICLE_RUN
+    return units, FROM_WHOLE_PAGE if from_whole_page else FROM_MAIN_CONTENT
+
+
+# Precision: blocks that follow the article in the main content, apart from it, are page furniture
+# (related-story lists, teasers of the next article, promotions) unless they hold prose of their own.
+# Two kept units are apart where the page holds more than ``SEGMENT_GAP_CHARS`` characters between
+# them outside the main content (what the main-content rules or the element pass left out: the block
+# pass's own drops inside the main content do not part them: a table, a list of links in the text).
+# Where the part with the most prose holds an article's worth (``MIN_RUN_CHARS``), a part after it is
+# dropped where its prose is under ``MIN_TRAILING_PROSE_SHARE`` of that one's.
+SEGMENT_GAP_CHARS = 200
+MIN_TRAILING_PROSE_SHARE = 0.3
+
+
+def without_trailing_blocks(kept: List[Unit], page: PageUnits) -> List[Unit]:
+    """``kept`` (units of the main content, in page order) without the parts after the article that
+    are apart from it and hold little prose (``SEGMENT_GAP_CHARS``, ``MIN_TRAILING_PROSE_SHARE``)."""
+    if len(kept) < 2:
+        return kept
+    page_ends, main_ends = page.text_ends(0), page.text_ends(MAIN_CONTENT)
+    parts = [[kept[0]]]
+    for previous, unit in zip(kept, kept[1:]):
+        between = unit.index - 1, previous.index
+        outside = (page_ends[between[0]] - page_ends[between[1]]) - (main_ends[between[0]] - main_ends[between[1]])
+        if outside > SEGMENT_GAP_CHARS:
+            parts.append([unit])
+        else:
+            parts[-1].append(unit)
+    if len(parts) == 1:
+        return kept
+    prose = [sum(unit.chars for unit in part if _is_prose(unit, RUN_PARAGRAPH_CHARS)) for part in parts]
+    article = prose.index(max(prose))
+    if prose[article] < MIN_RUN_CHARS:  # no article: a listing's parts are its bulk
+        return kept
+    least = MIN_TRAILING_PROSE_SHARE * prose[article]
+    return [unit for i, part in enumerate(parts) if i <= article or prose[i] >= least for unit in part]
+
+
+def page_kept_units(html: str, page: PageUnits, judge: Callable[[List[Unit]], List[Unit]]) -> Tuple[List[Unit], str]:
+    """What ``judge`` (the block pass) keeps of the page (``chosen_units``), the main content's without
+    its trailing blocks (``without_trailing_blocks``), and where it comes from."""
+    units, source = chosen_units(judge(main_content_units(html, page)), lambda: whole_page_units(html, page), judge)
+    return (without_trailing_blocks(units, page), source) if source == FROM_MAIN_CONTENT else (units, source)
+
+
+def kept_units(html: str) -> Tuple[List[Unit], str]:
+    """The units the block pass keeps, and where they come from (``page_kept_units``)."""
     model = block_model()
-    page = parse_page(html)
 
     def kept(units: List[Unit]) -> List[Unit]:
         return [unit for unit, keep in zip(units, model.keeps(units)) if keep]
-    return main_or_whole_page(kept(main_content_units(html, page)), lambda: kept(whole_page_units(html, page)))
+    return page_kept_units(html, parse_page(html), kept)
 
 
 def main_or_whole_page(kept: List[Unit], whole_page_kept: Callable[[], List[Unit]]) -> Tuple[List[Unit], bool]:
@@ -168,8 +303,10 @@ def extract_main_text(html: str, extractor: str = "resiliparse", boilerplate_fil
     """Main content of a page as plain text, paragraphs separated by newlines.
 
     resiliparse's main-content rules on one walk over lexbor's DOM, with the boilerplate filter's
-    element, block and line passes (``udfs/extract/boilerplate.py``); the whole page's text where the main
-    content kept is near-empty. Without the filter: resiliparse's own main-content extraction.
+    element, block and line passes (``udfs/extract/boilerplate.py``); the page's article run (or whole
+    text) where the main content kept is near-empty or a doubtful block beside it, and without the
+    blocks that trail the article apart from it (``page_kept_units``). Without the filter:
+    resiliparse's own main-content extraction.
     """
     if extractor == "trafilatura":
         import trafilatura

@@ -9,8 +9,9 @@ import unicodedata
 
 from udfs.extract import _text_spaces
 
-# C0/C1 controls except tab/newline, zero-width and bidi marks, line/paragraph separators, BOM.
-_INVISIBLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+# C0/C1 controls except tab/newline, soft hyphens (a word broken by one is still one word), zero-width and
+# bidi marks, BOM.
+_INVISIBLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 _LINE_SEPARATORS = re.compile(r"\r\n?|[\u2028\u2029\x85]")
 # Most texts hold none of them: looking costs far less than a substitution pass.
 _LINE_SEPARATOR_CHARS = ("\r", "\u2028", "\u2029", "\x85")
