@@ -24,8 +24,6 @@ Ranks: ``rank``/``world_size`` default to MindSpore's ``RANK_ID``/``RANK_SIZE`` 
 """
 from __future__ import annotations
 
-import glob
-import json
 import os
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple, Union
@@ -33,7 +31,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import mindspore.dataset as ds
 import numpy as np
 
-from udfs.mindrecord.records import MANIFEST, download_shards, file_system, is_remote, read_stage_file
+from udfs.mindrecord.records import file_system, is_remote, stage_shard_files
 from udfs.pack.packing import Document, PackConfig, loss_mask_from_segments, position_ids_from_segments, split_document
 from udfs.pack.tokenizer import TokenizerConfig, cached_tokenizer
 
@@ -47,33 +45,19 @@ def shard_cache_dir() -> str:
 
 def shard_files(path: Union[str, Sequence[str]], cache_dir: Optional[str] = None,
                 storage_options: Optional[dict] = None) -> List[str]:
-    """Local MindRecord files of a ``mindrecord`` stage (a folder or a remote URI), one file, or a list.
+    """Local MindRecord files of a finished ``mindrecord`` stage (a folder or a remote URI), one file,
+    or a list.
 
-    A stage whose ``manifest.json`` lists the stages of earlier runs (``mindrecord.earlier``) gives
-    their shards too, earliest first: old and new are read as one dataset."""
+    A stage gives the shards its completion marker names (a stray file in its folder is not read);
+    one whose ``manifest.json`` lists the stages of earlier runs (``mindrecord.earlier``) gives their
+    shards too, earliest first, each stage's checked against its own marker: old and new are read as
+    one dataset (``udfs.mindrecord.records.stage_shard_files``)."""
     if not isinstance(path, (str, Path)):
         return [str(p) for p in path]
-    manifest = read_stage_file(str(path), MANIFEST, storage_options) if _is_stage(path) else None
-    if manifest is None:
-        return _stage_shards(path, cache_dir, storage_options)
-    return [shard for entry in json.loads(manifest)["stages"]
-            for shard in _stage_shards(path if entry["stage"] == "." else entry["stage"], cache_dir, storage_options)]
-
-
-def _is_stage(path) -> bool:
-    return is_remote(path) or Path(file_system(str(path))[1]).is_dir()
-
-
-def _stage_shards(path, cache_dir: Optional[str], storage_options: Optional[dict]) -> List[str]:
-    if is_remote(path):
-        return download_shards(str(path), cache_dir or shard_cache_dir(), storage_options)
-    path = file_system(str(path))[1]  # a plain path, or the path of a file:// URI
-    if Path(path).is_dir():
-        files = sorted(glob.glob(os.path.join(str(path), "*.mindrecord")))
-        if not files:
-            raise FileNotFoundError(f"no *.mindrecord files in {path}")
-        return files
-    return [str(path)]
+    local = file_system(str(path))[1]  # a plain path, or the path of a file:// URI
+    if is_remote(path) or Path(local).is_dir():
+        return stage_shard_files(str(path), cache_dir or shard_cache_dir(), storage_options)
+    return [str(local)]
 
 
 def rank_and_world(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int]:

@@ -5,7 +5,9 @@ the documents are web-page-like texts that quote a passage, a question, a questi
 or share only short common phrases, in English and in Chinese.
 """
 import dataclasses
+import gzip
 import json
+import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,7 +16,7 @@ import pytest
 from jobs import config, registry
 from jobs.pipeline import run_pipeline, stage_fingerprint
 from udfs.common.config import ConfigError
-from udfs.decontam.ngram_index import DecontamConfig, NgramIndex, Tokens, match, normalize
+from udfs.decontam.ngram_index import DecontamConfig, NgramIndex, Tokens, files_fingerprint, match, normalize
 
 PASSAGE = ("The Amazon rainforest covers much of the Amazon basin of South America. This basin encompasses "
            "seven million square kilometres, of which five and a half million square kilometres are covered "
@@ -99,6 +101,8 @@ def test_an_empty_index_and_null_texts_match_nothing(tmp_path):
     ({"min_item_tokens": 14}, r"decontam.min_item_tokens: must be within \[1, ngram=13\]"),
     ({"cjk_min_item_chars": 0}, r"decontam.cjk_min_item_chars: must be within \[1, cjk_ngram=25\]"),
     ({"action": "delete"}, "decontam.action: must be one of reject, flag"),
+    ({"max_line_bytes": 0}, "decontam.max_line_bytes: must be at least 1"),
+    ({"max_json_depth": 1000}, r"decontam.max_json_depth: must be within \[1, 200\]"),
 ])
 def test_invalid_settings_are_one_line_naming_the_key(settings, message):
     with pytest.raises(ConfigError, match=message):
@@ -111,6 +115,86 @@ def test_a_folder_without_evaluation_files_or_with_broken_json_is_a_config_error
         NgramIndex.build(DecontamConfig(benchmarks=str(tmp_path)))
     (tmp_path / "bad.jsonl").write_text('{"q": "fine"}\n{broken\n')
     with pytest.raises(ConfigError, match="bad.jsonl line 2: not JSON"):
+        NgramIndex.build(DecontamConfig(benchmarks=str(tmp_path)))
+
+
+def repeated_gzip(path, unit: bytes, total: int) -> None:
+    """``total`` bytes of ``unit`` gzipped, small on disk: one member written again and again."""
+    block = unit * ((16 << 20) // len(unit))
+    member = gzip.compress(block, compresslevel=9)
+    with open(path, "wb") as out:
+        for _ in range(total // len(block)):
+            out.write(member)
+
+
+def hostile_zeros(folder):  # 1 GiB of zero bytes, no newline: one line as long as the file
+    repeated_gzip(folder / "bomb.jsonl.gz", b"\0", 1 << 30)
+
+
+def hostile_newlines(folder):  # 1 GiB of newlines: no item, every line blank
+    repeated_gzip(folder / "newlines.jsonl.gz", b"\n", 1 << 30)
+
+
+def hostile_long_line(folder):
+    (folder / "long.jsonl").write_text(json.dumps({"q": "word " * (2 << 20)}) + "\n")
+
+
+def hostile_fifo(folder):  # no writer: open() for reading would wait forever
+    os.mkfifo(folder / "pipe.jsonl")
+
+
+def hostile_link_loop(folder):
+    (folder / "split").mkdir()  # inside a benchmark's folder too
+    os.symlink("b.jsonl", folder / "split" / "a.jsonl")
+    os.symlink("a.jsonl", folder / "split" / "b.jsonl")
+
+
+def hostile_deep_json(folder):
+    (folder / "deep.jsonl").write_text(json.dumps({"q": QUESTION}) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+
+
+@pytest.mark.parametrize("make, message", [
+    (hostile_zeros, r"bomb.jsonl.gz line 1: more than decontam.max_line_bytes = 8,388,608 bytes$"),
+    (hostile_newlines, r"newlines.jsonl.gz: more than decontam.max_file_bytes = 268,435,456 bytes \(decompressed\)$"),
+    (hostile_long_line, r"long.jsonl line 1: more than decontam.max_line_bytes = 8,388,608 bytes$"),
+    (hostile_fifo, r"pipe.jsonl: not a regular file \(a named pipe\)$"),
+    (hostile_link_loop, r"a.jsonl: cannot be read \(Too many levels of symbolic links\)$"),
+    (hostile_deep_json, r"deep.jsonl line 2: JSON nested more than decontam.max_json_depth = 32 deep$"),
+])
+def test_a_hostile_benchmark_file_is_a_one_line_error_naming_it_and_the_bound(tmp_path, make, message):
+    """Refused, not skipped: a benchmark left out would let the documents it contaminates through.
+    The fingerprint (which the stage takes first) refuses what it can tell from the file's stat."""
+    make(tmp_path)
+    cfg = DecontamConfig(benchmarks=str(tmp_path))
+    with pytest.raises(ConfigError, match=r"^decontam.benchmarks: .*" + message) as refused:
+        files_fingerprint(cfg)
+        NgramIndex.build(cfg)
+    assert "\n" not in str(refused.value)
+
+
+def test_the_bounds_are_settings_and_files_within_them_are_read_whole(tmp_path):
+    (tmp_path / "deep.jsonl").write_text(json.dumps({"q": [[[SHORT_QUESTION]]], "a": {"b": [ANSWER]}}) + "\n")
+    with gzip.open(tmp_path / "lines.txt.gz", "wt", encoding="utf-8") as out:
+        out.write("\n" * (3 << 20) + QUESTION + "\n" + "\n" * 1000 + PASSAGE)  # blank blocks, no final newline
+    index = NgramIndex.build(DecontamConfig(benchmarks=str(tmp_path)))
+    assert index.items == {"deep": {"items": 1, "too_short": 0}, "lines": {"items": 2, "too_short": 0}}
+    assert match([f"Homework: {QUESTION}"], index)[0][0] > 0
+    with pytest.raises(ConfigError, match=r"deep.jsonl line 1: JSON nested more than decontam.max_json_depth = 3 deep"):
+        NgramIndex.build(DecontamConfig(benchmarks=str(tmp_path), max_json_depth=3))
+    with pytest.raises(ConfigError, match=r"lines.txt.gz line 3146730: more than decontam.max_line_bytes = 96 bytes"):
+        NgramIndex.build(DecontamConfig(benchmarks=str(tmp_path), max_line_bytes=96))  # the passage, not the question
+    with pytest.raises(ConfigError, match=r"lines.txt.gz: more than decontam.max_file_bytes = 1,000,000 bytes \(decompressed\)"):
+        files_fingerprint(DecontamConfig(benchmarks=str(tmp_path), max_file_bytes=1_000_000))
+        NgramIndex.build(DecontamConfig(benchmarks=str(tmp_path), max_file_bytes=1_000_000))
+
+
+def test_a_cut_or_broken_gzip_file_is_a_one_line_error(tmp_path):
+    data = gzip.compress((json.dumps({"q": QUESTION}) + "\n").encode() * 1000)
+    (tmp_path / "cut.jsonl.gz").write_bytes(data[:len(data) // 2])
+    with pytest.raises(ConfigError, match=r"cut.jsonl.gz: not readable \(EOFError"):
+        NgramIndex.build(DecontamConfig(benchmarks=str(tmp_path)))
+    (tmp_path / "cut.jsonl.gz").write_bytes(b"not gzip at all")
+    with pytest.raises(ConfigError, match=r"cut.jsonl.gz: not readable \(BadGzipFile"):
         NgramIndex.build(DecontamConfig(benchmarks=str(tmp_path)))
 
 

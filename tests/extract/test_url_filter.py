@@ -10,6 +10,7 @@ import io
 import random
 import re
 import sys
+from urllib.parse import urlsplit
 
 import pytest
 from warcio.statusandheaders import StatusAndHeaders
@@ -105,6 +106,62 @@ def test_shipped_url_lists_keep_the_urls_of_real_crawls(shared_urls):
     Common Crawl, ClueWeb) is kept."""
     url_filter = UrlFilter(UrlFilterConfig())
     assert [u for u in shared_urls if url_filter.verdict(u)] == []
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("https://%62adsite.com/", ("url_domain", "badsite.com")),            # a percent-escaped letter
+    ("https://%2562adsite.com/", ("url_domain", "badsite.com")),          # escaped twice
+    ("https://www.badsite\u3002com/", ("url_domain", "badsite.com")),     # the ideographic full stop
+    ("https://\uff42\uff41\uff44\uff53\uff49\uff54\uff45.com/", ("url_domain", "badsite.com")),  # full-width
+    ("https://BADSITE.com.:8443/", ("url_domain", "badsite.com")),       # case, trailing dot, port
+    ("https://badsite.com%40example.org/", ("url_domain", "badsite.com")),  # an escaped "@" names two hosts
+    ("https://xn--bcher-kva.example/", ("url_domain", "b\u00fccher.example")),  # IDN listed in Unicode
+    ("https://shop.xn--caf-dma.example/", ("url_domain", "caf\u00e9.example")),  # listed as punycode
+    ("https://example.com/p\u043erno-clips", ("url_word", "porno")),     # a Cyrillic o in a listed word
+    ("https://example.com/\u0440\u043erno-clips", ("url_word", "porno")),  # Cyrillic p and o
+    ("https://example.com/\uff50\uff4f\uff52\uff4e\uff4f", ("url_word", "porno")),  # full-width word
+    ("https://example.com/%2570orno", ("url_word", "porno")),            # an escaped escape in a word
+    ("https://xn--prno-55d.example/", ("url_word", "porno")),             # a homoglyph inside an IDN host
+    # Ordinary spellings stay as they were.
+    ("https://notbadsite.com/", None),
+    ("https://example.com/caf%C3%A9-menu", None),
+    ("https://ru.example/%D0%BF%D0%BE%D1%87%D1%82%D0%B0", None),          # a Russian word (почта)
+    ("https://example.com/%E2%82%AC100-deals?q=a%2Bb", None),
+])
+def test_a_listed_host_or_word_is_found_however_it_is_spelled(tmp_path, url, expected):
+    listed = tmp_path / "domains"
+    listed.write_text("badsite.com\nb\u00fccher.example\nxn--caf-dma.example\n")
+    assert UrlFilter(UrlFilterConfig(domain_lists=[str(listed)])).verdict(url) == expected
+
+
+def test_a_word_list_in_cyrillic_still_matches_its_own_words(tmp_path):
+    """Words and list entries are compared by the same Latin skeleton: a Russian entry whose letters
+    look Latin matches that Russian word, spelled as it is or escaped."""
+    words = tmp_path / "ru"
+    words.write_text("\u0441\u0435\u043a\u0441\n")  # секс
+    url_filter = UrlFilter(UrlFilterConfig(word_lists=[str(words)]))
+    assert url_filter.verdict("https://ru.example/\u0441\u0435\u043a\u0441-shop")[0] == "url_word"
+    assert url_filter.verdict("https://ru.example/%D1%81%D0%B5%D0%BA%D1%81-shop")[0] == "url_word"
+    assert url_filter.verdict("https://ru.example/%D0%BF%D0%BE%D1%87%D1%82%D0%B0") is None
+
+
+def test_normalising_urls_changes_no_verdict_on_the_urls_of_real_crawls(shared_urls, tmp_path):
+    """With every third real host on a domain list, each real URL is rejected exactly when its host as
+    urlsplit reads it, or a parent of it, is listed: the readings of hostile spellings add nothing
+    to ordinary URLs."""
+    hosts = sorted({urlsplit(u).hostname for u in shared_urls} - {None})
+    listed = set(hosts[::3])
+    (tmp_path / "domains").write_text("\n".join(listed) + "\n")
+    url_filter = UrlFilter(UrlFilterConfig(domain_lists=[str(tmp_path / "domains")]))
+
+    def listed_parent(url):
+        labels = (urlsplit(url).hostname or "").split(".")
+        return any(".".join(labels[i:]) in listed for i in range(len(labels)))
+
+    verdicts = [url_filter.verdict(u) for u in shared_urls]
+    assert [v is not None and v[0] == "url_domain" for v in verdicts] == [listed_parent(u) for u in shared_urls]
+    assert [v for v in verdicts if v is not None and v[0] != "url_domain"] == []
+    assert 0 < sum(v is not None for v in verdicts) < len(shared_urls)
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,13 @@ The benchmarks are a folder: each file in it (``.jsonl``, ``.json`` lines, ``.tx
 too: choices, answers) in the order the line gives them, or only ``fields`` when set, joined, so the
 n-grams that run from a question into its answer are there too; a text line is one item.
 
+The files are the user's and are read within bounds: only regular files (a named pipe, a device or a
+symbolic link loop is refused without being opened for reading: opening a pipe waits for a writer),
+at most ``max_file_bytes`` decompressed (a gzip bomb stops there), lines of at most
+``max_line_bytes``, JSON nested at most ``max_json_depth`` deep. A file past a bound is a one-line
+error naming it and the bound, not skipped: a benchmark left out silently would let its
+contaminated documents through.
+
 Every n-gram of every benchmark goes into one sorted array of 64-bit hashes with, beside it, the
 benchmark it came from, and a bitmap of one byte per n-gram in front of it (``NgramIndex``): a lookup
 of a whole batch of documents is one bitmap test and one ``searchsorted`` of the few that pass it,
@@ -27,11 +34,14 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import re
+import stat
 import unicodedata
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import xxhash
@@ -50,6 +60,18 @@ _TOKEN = re.compile(f"[{_UNSEGMENTED_CLASS}]|[^\\s{_UNSEGMENTED_CLASS}]+")
 _UNSEGMENTED_CHAR = re.compile(f"[{_UNSEGMENTED_CLASS}]")
 # Odd multiplier of the polynomial n-gram hash over token hashes (wrapping uint64 arithmetic).
 _BASE = np.uint64(0x9E3779B97F4A7C15)
+_READ_BLOCK = 1 << 20
+_ASCII_SPACE = b" \t\n\r\x0b\x0c"
+# A JSON string, escapes included: brackets inside one do not nest.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+# +1 for an opening bracket, -1 for a closing one, per byte value.
+_BRACKET_STEP = np.zeros(256, dtype=np.int8)
+_BRACKET_STEP[[ord("["), ord("{")]] = 1
+_BRACKET_STEP[[ord("]"), ord("}")]] = -1
+# Python's JSON parser and ``_strings`` recurse once per level: a depth bound far below the interpreter's.
+MAX_JSON_DEPTH_ALLOWED = 200
+# Items are tokenised in batches of at most this many characters, whatever their number.
+_BATCH_CHARS = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -68,6 +90,14 @@ class DecontamConfig:
     # reject: contaminated documents go to rejected/ (reject_rule decontamination, reject_value the
     # benchmark); flag: they stay kept, named in decontam_benchmark like rejected ones.
     action: str = "reject"
+    # Bounds on reading a benchmark file, far above real evaluation sets: a file past one is refused in
+    # one line. Bytes of a file, decompressed (a gzip bomb stops here; building the index of 256 MiB
+    # of questions takes about a GB on the driver, bench/hostile_inputs.py).
+    max_file_bytes: int = 256 << 20
+    # Bytes of one line (one item): a long-context item is a few MB.
+    max_line_bytes: int = 8 << 20
+    # Nesting of a JSON line's arrays and objects (real items: a handful).
+    max_json_depth: int = 32
 
     def validate(self, prefix: str) -> None:
         if self.benchmarks is not None and not Path(self.benchmarks).is_dir():
@@ -80,6 +110,12 @@ class DecontamConfig:
                                   f"got {getattr(self, minimum)}")
         if self.action not in ACTIONS:
             raise ConfigError(f"{prefix}.action: must be one of {', '.join(ACTIONS)}, got {self.action!r}")
+        for bound in ("max_file_bytes", "max_line_bytes"):
+            if getattr(self, bound) < 1:
+                raise ConfigError(f"{prefix}.{bound}: must be at least 1, got {getattr(self, bound)}")
+        if not 1 <= self.max_json_depth <= MAX_JSON_DEPTH_ALLOWED:
+            raise ConfigError(f"{prefix}.max_json_depth: must be within [1, {MAX_JSON_DEPTH_ALLOWED}] (Python's JSON "
+                              f"parser recurses per level), got {self.max_json_depth}")
 
 
 # ---------------------------------------------------------------- tokens and n-grams
@@ -134,7 +170,8 @@ def benchmark_files(folder: str) -> Dict[str, List[Path]]:
     found: Dict[str, List[Path]] = {}
     for path in sorted(root.iterdir()):
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and _is_eval_file(p))
+            # Not is_file(): a pipe or a link loop named like an evaluation file is refused when read.
+            files = sorted(p for p in path.rglob("*") if not p.is_dir() and _is_eval_file(p))
             if files:
                 found[path.name] = files
         elif _is_eval_file(path) and not path.name.startswith(("_", ".")):  # _SUCCESS, .crc, notes
@@ -169,21 +206,117 @@ def _strings(value, fields: Sequence[str]) -> Iterator[str]:
                 yield from _strings(value[key], ())
 
 
-def read_items(path: Path, fields: Sequence[str]) -> Iterator[str]:
+def _refused(path: Path, why: str, line: Optional[int] = None) -> ConfigError:
+    return ConfigError(f"decontam.benchmarks: {path}{'' if line is None else f' line {line}'}: {why}")
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return kind
+    return "not a file"
+
+
+def open_benchmark_file(path: Path, cfg: DecontamConfig) -> BinaryIO:
+    """A benchmark file opened for reading bytes, when it is a regular file of at most
+    ``max_file_bytes``. Anything else is refused from its ``stat``, before it is opened; a name
+    swapped for a pipe after that is opened without waiting (O_NONBLOCK) and refused."""
+    try:
+        info = os.stat(path)  # follows links: a loop is ELOOP here
+    except OSError as exc:
+        raise _refused(path, f"cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise _refused(path, f"not a regular file ({_file_kind(info.st_mode)})")
+    if info.st_size > cfg.max_file_bytes:
+        raise _refused(path, f"{info.st_size:,} bytes, more than decontam.max_file_bytes = {cfg.max_file_bytes:,}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _refused(path, f"cannot be read ({exc.strerror})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _refused(path, f"not a regular file ({_file_kind(mode)})")
+    return os.fdopen(fd, "rb")
+
+
+def _read_block(stream: BinaryIO, path: Path) -> bytes:
+    try:
+        return stream.read(_READ_BLOCK)
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError; a cut gzip, EOFError
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "cut short"
+        raise _refused(path, f"not readable ({type(exc).__name__}: {reason})") from None
+
+
+def _lines(stream: BinaryIO, path: Path, cfg: DecontamConfig) -> Iterator[Tuple[int, str]]:
+    """The lines of a file that hold more than white space, with their numbers (a line ends at
+    "\n"), decoded as UTF-8 with bad bytes replaced; refused past ``max_file_bytes`` read or a line of
+    more than ``max_line_bytes``. Read a block at a time: a block of white space alone (a file of
+    newlines) is skipped without splitting it."""
+    number = 0           # lines before the one being read
+    pending: List[bytes] = []  # the pieces of the line being read
+    pending_bytes = total = 0
+    while True:
+        block = _read_block(stream, path)
+        total += len(block)
+        if total > cfg.max_file_bytes:
+            raise _refused(path, f"more than decontam.max_file_bytes = {cfg.max_file_bytes:,} bytes (decompressed)")
+        if not block:
+            break
+        if not pending_bytes and not block.translate(None, _ASCII_SPACE):
+            number += block.count(b"\n")
+            continue
+        lines = block.split(b"\n")
+        if len(lines) > 1:
+            lines[0] = b"".join(pending + [lines[0]])
+            pending, pending_bytes = [], 0
+            for line in lines[:-1]:
+                number += 1
+                if len(line) > cfg.max_line_bytes:
+                    raise _line_too_long(path, number, cfg)
+                if line.strip():
+                    text = line.decode("utf-8", errors="replace")
+                    if text.strip():
+                        yield number, text
+        pending.append(lines[-1])
+        pending_bytes += len(lines[-1])
+        if pending_bytes > cfg.max_line_bytes:
+            raise _line_too_long(path, number + 1, cfg)
+    text = b"".join(pending).decode("utf-8", errors="replace")
+    if text.strip():
+        yield number + 1, text
+
+
+def _line_too_long(path: Path, number: int, cfg: DecontamConfig) -> ConfigError:
+    return _refused(path, f"more than decontam.max_line_bytes = {cfg.max_line_bytes:,} bytes", number)
+
+
+def json_depth_over(text: str, limit: int) -> bool:
+    """Whether a JSON text nests arrays and objects more than ``limit`` deep (brackets in strings
+    aside), told without parsing it."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    brackets = _JSON_STRING.sub("", text).encode("utf-8", errors="replace")
+    return bool(np.cumsum(_BRACKET_STEP[np.frombuffer(brackets, dtype=np.uint8)], dtype=np.int64).max() > limit)
+
+
+def read_items(path: Path, cfg: DecontamConfig) -> Iterator[str]:
     """The items of one evaluation file: a JSONL line's strings joined, or a text line."""
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8", errors="replace") as lines:
+    with open_benchmark_file(path, cfg) as raw:
+        stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.name.lower().endswith(".gz") else raw
         if _without_gz(path).lower().endswith(".txt"):
-            yield from (line for line in lines if line.strip())
+            yield from (line for _, line in _lines(stream, path, cfg))
             return
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
+        for number, line in _lines(stream, path, cfg):
+            if json_depth_over(line, cfg.max_json_depth):
+                raise _refused(path, f"JSON nested more than decontam.max_json_depth = {cfg.max_json_depth} deep",
+                               number)
             try:
                 record = json.loads(line)
             except ValueError:
-                raise ConfigError(f"decontam.benchmarks: {path} line {number}: not JSON") from None
-            yield " ".join(_strings(record, fields))
+                raise _refused(path, "not JSON", number) from None
+            yield " ".join(_strings(record, cfg.fields))
 
 
 @dataclass
@@ -209,12 +342,14 @@ class NgramIndex:
         for number, (name, paths) in enumerate(files.items()):
             counts = items[name] = {"items": 0, "too_short": 0}
             batch: List[str] = []
+            batch_chars = 0
             for path in paths:
-                for item in read_items(path, cfg.fields):
+                for item in read_items(path, cfg):
                     batch.append(item)
-                    if len(batch) >= batch_items:
+                    batch_chars += len(item)
+                    if len(batch) >= batch_items or batch_chars >= _BATCH_CHARS:
                         parts.append((_item_ngrams(batch, cfg, counts, lengths), number))
-                        batch = []
+                        batch, batch_chars = [], 0
             if batch:
                 parts.append((_item_ngrams(batch, cfg, counts, lengths), number))
         hashes = np.concatenate([h for h, _ in parts]) if parts else np.zeros(0, np.uint64)
@@ -286,7 +421,7 @@ def files_fingerprint(cfg: DecontamConfig) -> str:
     for name, paths in benchmark_files(cfg.benchmarks).items():
         for path in paths:
             digest.update(f"{name}:{path.name}:".encode())
-            with open(path, "rb") as data:
+            with open_benchmark_file(path, cfg) as data:
                 for block in iter(lambda: data.read(1 << 20), b""):
                     digest.update(block)
     return digest.hexdigest()[:16]

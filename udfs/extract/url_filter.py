@@ -5,11 +5,17 @@ A response is rejected in ``extract`` before its payload is read or its HTML par
 * ``url_domain``: its host or any parent domain of it is on a block list (``reject_value``: the
   listed domain). Lists are files of one domain a line: UT1's ``adult/domains`` (FineWeb's list)
   or a company list works as it is.
-* ``url_word``: the URL, split into words at every character that is not a letter or digit
-  (percent-escapes decoded), contains a banned word or phrase (one is enough), at least
+* ``url_word``: the URL, split into words at every character that is not a letter or digit,
+  contains a banned word or phrase (one is enough), at least
   ``soft_threshold`` distinct soft words (words with innocent uses: "sex", "nude", "escort"), or a
   banned subword anywhere in its letters and digits ("freepornvideos"). ``reject_value``: the
   word(s) found.
+
+Both look at the URL as a reader sees it, not as it is spelled (``normalize_host``, ``url_words``):
+percent-escapes decoded until nothing changes (``%2562`` is ``%62`` is ``b``), NFKC (full-width
+letters are letters), the dots of other scripts (``。``) as dots, an ``xn--`` label as the Unicode it
+encodes, lower case; and a word's letters that look like Latin ones (Cyrillic ``а``, Greek ``ο``) as
+those, so a banned word spelled with them is found. A domain list's entries are read the same way.
 
 The shipped lists (``udfs/common/blocklists/url_*.txt``) are built from LDNOOBW's English list (CC BY 4.0)
 by ``tools/build_url_words.py``: an entry that clean English text (books, Wikipedia, speeches) uses
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -35,6 +42,30 @@ SHIPPED_FILES = {"word_lists": BLOCKLIST_DIR / "url_words.txt",
                  "soft_word_lists": BLOCKLIST_DIR / "url_soft_words.txt",
                  "subword_lists": BLOCKLIST_DIR / "url_subwords.txt"}
 _URL_WORD_SPLIT = re.compile(r"[\W_]+")
+# Percent-decoding rounds before a URL is taken as it is: real URLs need one or two.
+MAX_DECODE_ROUNDS = 8
+# What browsers read as a label separator (UTS 46): the ideographic full stop and its half-width
+# form (NFKC turns full-width and other small dots into ".").
+_DOTS = str.maketrans({"\u3002": ".", "\uff61": "."})
+# Characters no host name holds (userinfo, port, spaces): a decoded authority is cut there, each
+# piece looked up ("badsite.com%40example.org" names both hosts).
+_NOT_IN_HOST = re.compile(r"[@:\s]+")
+# Letters of other scripts drawn like a Latin letter (Unicode's confusables, the common lower-case
+# ones): a word is compared by this skeleton. Letters that only look Latin in some fonts (Cyrillic
+# п, Greek η) are left out, so a Russian or Greek word is not read as an English one.
+_LATIN_SKELETON = str.maketrans({
+    # Cyrillic
+    "а": "a", "с": "c", "ԁ": "d", "е": "e", "һ": "h", "і": "i", "ј": "j", "ӏ": "l", "о": "o", "р": "p",
+    "ԛ": "q", "ѕ": "s", "у": "y", "ԝ": "w", "х": "x", "ү": "y",
+    # Greek
+    "α": "a", "ϲ": "c", "ι": "i", "ϳ": "j", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u",
+    "χ": "x",
+    # Latin letters of other alphabets
+    "ɑ": "a", "ɡ": "g", "ı": "i", "ɩ": "i", "ȷ": "j",
+})
+_SCHEME_AND_SLASHES = re.compile(r"^(?:[a-z][a-z0-9+.\-]*:)?//")
+_AUTHORITY_END = re.compile(r"[/?#\\]")
+_PUNYCODE_LABEL = re.compile(r"xn--[a-z0-9\-]+")
 
 
 @dataclass(frozen=True)
@@ -74,14 +105,74 @@ class UrlFilterConfig:
         return digest.hexdigest()[:16] if self.enabled else ""
 
 
+def readable(url: str) -> str:
+    """The URL as a reader sees it: percent-escapes decoded until nothing changes (at most
+    ``MAX_DECODE_ROUNDS`` rounds; NFKC between rounds, since a full-width "％" is a "%"), NFKC, the
+    ideographic full stops as dots, lower case."""
+    for _ in range(MAX_DECODE_ROUNDS):
+        once = unquote(url) if "%" in url else url
+        if not once.isascii():
+            once = unicodedata.normalize("NFKC", once).translate(_DOTS)
+        if once == url:
+            break
+        url = once
+    return url.lower()
+
+
+def _unicode_label(label: str) -> str:
+    """The Unicode an ``xn--`` label encodes (IDNA); any other label, or a broken one, as it is."""
+    if not label.startswith("xn--"):
+        return label
+    try:
+        return label[4:].encode("ascii").decode("punycode")
+    except UnicodeError:
+        return label
+
+
+def normalize_host(host: str) -> str:
+    """A host name as it is looked up: ``readable``, its ``xn--`` labels as their Unicode (read the
+    same way), no leading or trailing dot."""
+    labels = readable(host).strip(".").split(".")
+    return ".".join(readable(_unicode_label(label)) for label in labels)
+
+
+def url_hosts(url: str, readable_url: str) -> List[str]:
+    """The host names a URL holds, normalised: its host as ``urlsplit`` reads it, and the pieces of
+    its readable authority, which ends where a decoded or full-width "/", "?", "#" or "\\" ends it."""
+    hosts = []
+    try:
+        hosts.append(urlsplit(url).hostname or "")
+    except ValueError:  # a bad IPv6 literal; a netloc NFKC turns into another ("＠", "／")
+        pass
+    scheme = _SCHEME_AND_SLASHES.match(readable_url)
+    if scheme:
+        authority = _AUTHORITY_END.split(readable_url[scheme.end():], 1)[0]
+        hosts.extend(_NOT_IN_HOST.split(authority))
+    return list(dict.fromkeys(h for h in map(normalize_host, hosts) if h))
+
+
+def url_words(readable_url: str) -> List[str]:
+    """The words of a readable URL: its ``xn--`` labels as their Unicode, letters that look Latin as
+    the Latin ones, split at every character that is not a letter or digit."""
+    if "xn--" in readable_url:
+        readable_url = _PUNYCODE_LABEL.sub(lambda label: readable(_unicode_label(label.group())), readable_url)
+    return [w for w in _URL_WORD_SPLIT.split(latin_skeleton(readable_url)) if w]
+
+
+def latin_skeleton(text: str) -> str:
+    """``text`` with the letters of other scripts that are drawn like Latin ones as those."""
+    return text if text.isascii() else text.translate(_LATIN_SKELETON)
+
+
 def read_domains(path: str) -> FrozenSet[str]:
-    """Domains of a list file, normalised as hosts are: lower case, no leading '*.' or '.', no port."""
+    """Domains of a list file, normalised as hosts are (``normalize_host``), without a leading '*.'
+    or a port."""
     domains = set()
     for entry in read_word_list(Path(path)):
-        entry = entry.split()[0].lstrip("*.").rstrip(".")
+        entry = entry.split()[0].lstrip("*.")
         if "://" in entry:
             entry = urlsplit(entry).hostname or ""
-        domains.add(entry.split(":")[0] if entry.count(":") == 1 else entry)
+        domains.add(normalize_host(entry.split(":")[0] if entry.count(":") == 1 else entry))
     domains.discard("")
     return frozenset(domains)
 
@@ -98,8 +189,8 @@ class _Lists:
 def _load(domain_files: Tuple[str, ...], word_files: Tuple[str, ...], soft_files: Tuple[str, ...],
           subword_files: Tuple[str, ...]) -> _Lists:
     """The lists, read once per worker process (a UT1 domain list is millions of lines)."""
-    def entries(files):
-        return [e for path in files for e in read_word_list(Path(path))]
+    def entries(files):  # compared as the URL's words are: NFKC, and by their Latin skeleton
+        return [latin_skeleton(unicodedata.normalize("NFKC", e)) for path in files for e in read_word_list(Path(path))]
 
     def matcher(files):
         listed = entries(files)
@@ -126,16 +217,14 @@ class UrlFilter:
         if not self.cfg.enabled or not url:
             return None
         lists = _load(*self.list_files)
-        try:
-            host = (urlsplit(url).hostname or "").rstrip(".")
-        except ValueError:  # an unparsable URL (bad IPv6 literal) has no host to look up
-            host = ""
-        labels = host.split(".")
-        for i in range(len(labels)):
-            parent = ".".join(labels[i:])
-            if parent in lists.domains:
-                return "url_domain", parent
-        words = [w for w in _URL_WORD_SPLIT.split(unquote(url).lower()) if w]
+        readable_url = readable(url)
+        for host in url_hosts(url, readable_url):
+            labels = host.split(".")
+            for i in range(len(labels)):
+                parent = ".".join(labels[i:])
+                if parent in lists.domains:
+                    return "url_domain", parent
+        words = url_words(readable_url)
         banned = lists.words.found(words)
         if banned:
             return "url_word", " ".join(min(banned))
