@@ -43,6 +43,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, with_stages: bool = True)
     parser.add_argument("--output", help="output root (default: config 'output')")
     parser.add_argument("--run", help="run name; outputs go to <output>/<run>/<stage>/ (default: config 'run')")
     parser.add_argument("--sample", type=float, help="deterministic fraction of input records to process, e.g. 0.01")
+    parser.add_argument("--wait", type=int, metavar="SECONDS",
+                        help="when another run holds the run folder, wait up to this long for it "
+                             "(default: config lease.wait_s, 0 = stop at once with exit code 4)")
     if with_stages:
         parser.add_argument("--stages", help=f"comma-separated subset of: {','.join(registry.stage_order())}")
 
@@ -69,7 +72,7 @@ def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
     build_scrubber_in_background(cfg.pii)
     spark = get_session(cfg.spark)
     all_stats = run_pipeline(spark, cfg, args.input, planned, args.output, args.run, args.sample,
-                             echo=progress_safe_print)
+                             echo=progress_safe_print, wait_s=args.wait)
     run_dir = run_dir_of(args, cfg)
     progress_safe_print(f"corpusmill: done. Outputs under {run_dir}/<stage>/ (kept/, rejected/, errors/), "
                         f"stats in {run_dir}/<stage>/_stats.json")
@@ -106,7 +109,9 @@ examples:
   corpusmill run --stages filter,pii --input some/docs.parquet --run rerun      # stages alone on Parquet
   corpusmill run --config conf/yarn.yaml --input 'hdfs:///crawl/*.warc.gz' --output hdfs:///out --run r1
 
-exit codes: 0 done, 2 configuration or input error (one line on stderr), 3 counts did not reconcile"""
+exit codes: 0 done, 2 configuration or input error (one line on stderr), 3 counts did not reconcile,
+  4 another run holds the run folder (or took it over from this one), 5 the output storage refused a
+  write (no space left, no permission); 4 and 5 leave every finished stage and chunk in place"""
 
 
 def version() -> str:
@@ -135,14 +140,29 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         return mixing_law(argv[1:])
     args = parser.parse_args(argv)
+    if args.command == "report":
+        return one_line_errors(report_command, args)
+    stages = [s.strip() for s in args.stages.split(",") if s.strip()] if args.stages else None
+    return one_line_errors(run_command, args, stages)
+
+
+def one_line_errors(command, *args) -> int:
+    """Run a command; the failures an operator acts on are one line on stderr and an exit code."""
+    from jobs.fs import StorageError
+    from jobs.lease import LeaseLost, RunFolderInUse
+
     try:
-        if args.command == "report":
-            return report_command(args)
-        stages = [s.strip() for s in args.stages.split(",") if s.strip()] if args.stages else None
-        return run_command(args, stages)
+        return command(*args)
     except ConfigError as exc:
         print(f"corpusmill: {exc}", file=sys.stderr)
         return 2
+    except (RunFolderInUse, LeaseLost) as exc:
+        print(f"corpusmill: {exc}", file=sys.stderr)
+        return 4
+    except StorageError as exc:
+        print(f"corpusmill: {exc}; free space (or fix the permission) and run again: finished stages "
+              f"and chunks are kept", file=sys.stderr)
+        return 5
 
 
 def main_for_stage(stage: str, argv: Optional[List[str]] = None) -> int:
@@ -150,11 +170,7 @@ def main_for_stage(stage: str, argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog=f"jobs/stages/{stage}.py", description=f"corpusmill stage {stage}")
     add_run_arguments(parser, with_stages=False)
     args = parser.parse_args(argv)
-    try:
-        return run_command(args, [stage])
-    except ConfigError as exc:
-        print(f"corpusmill: {exc}", file=sys.stderr)
-        return 2
+    return one_line_errors(run_command, args, [stage])
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Optional, Sequence, Type
 
 from jobs import registry
+from jobs.lease import LeaseConfig
 from jobs.stage import Stage
 from udfs.common.config import CONF_DIR, ConfigError, build, deep_merge, read_yaml
 
@@ -57,15 +58,21 @@ class IOConfig:
     # extract, Parquet files for pii, score and dedup's signatures); a killed run redoes only unfinished chunks.
     # 0 = the whole input in one go.
     chunk_files: int = 0
+    # The longest text (characters) any stage takes in: a longer document is an errors/ row
+    # (error = text_too_long, reject_value = its length), measured in the JVM before a Python worker
+    # holds it. Gopher's rules keep documents of up to 100,000 words (about 600,000 characters).
+    max_text_chars: int = 1_000_000
 
     def validate(self, prefix: str) -> None:
         if self.chunk_files < 0:
             raise ConfigError(f"{prefix}.chunk_files: must be 0 (no chunks) or a positive file count")
+        if self.max_text_chars <= 0:
+            raise ConfigError(f"{prefix}.max_text_chars: must be a positive number of characters")
 
 
 # The sections that are not a stage's: where the run goes, and the driver's own settings.
 DRIVER_SECTIONS = {"output": (str, "out"), "run": (str, "default"), "spark": (SparkConfig, SparkConfig),
-                   "io": (IOConfig, IOConfig)}
+                   "io": (IOConfig, IOConfig), "lease": (LeaseConfig, LeaseConfig)}
 
 
 def pipeline_config_class(stages: Optional[Sequence[Type[Stage]]] = None) -> type:

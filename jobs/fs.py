@@ -6,13 +6,47 @@ keeps renames, deletes and the small JSON side files working the same on a lapto
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import os
+import uuid
 from typing import Dict, Iterable, List, Optional
 from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
+
+# Stores whose single PUT is atomic (an object is seen whole or not at all) and whose rename is a copy:
+# a small file is written in place there, not renamed.
+OBJECT_STORES = ("s3", "s3a", "s3n", "gs", "abfs", "abfss", "wasb", "wasbs", "oss", "cos", "cosn", "obs")
+
+
+class StorageError(Exception):
+    """The output's file system refused a write (no space left, no permission, quota): one line that
+    names the path, not a Java trace."""
+
+
+# What the JVM's and the OS's messages say for the failures an operator fixes outside corpusmill.
+_STORAGE_FAILURES = (("No space left on device", "no space left on device"),
+                     ("Disk quota exceeded", "disk quota exceeded"),
+                     ("DSQuotaExceededException", "HDFS space quota exceeded"),
+                     ("NSQuotaExceededException", "HDFS name quota exceeded"),
+                     ("Permission denied", "permission denied"),
+                     ("AccessControlException", "permission denied"),
+                     ("AccessDenied", "access denied"),
+                     ("Read-only file system", "read-only file system"))
+
+
+def storage_error(exc: BaseException, path: str) -> Optional[StorageError]:
+    """``exc`` as a one-line StorageError naming ``path`` when it is an out-of-space, quota or
+    permission failure (however deep Spark wrapped it); None for any other failure."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS):
+        return StorageError(f"{os.strerror(exc.errno).lower()} while writing {path}")
+    text = str(getattr(exc, "java_exception", "") or "") + str(exc)
+    for needle, reason in _STORAGE_FAILURES:
+        if needle in text:
+            return StorageError(f"{reason} while writing {path}")
+    return None
 
 
 def _local_path(uri: str) -> Optional[str]:
@@ -23,20 +57,31 @@ def _local_path(uri: str) -> Optional[str]:
 
 
 def _write_local(path: str, text: str) -> None:
-    """``text`` into the local file ``path`` (folders made as needed), as Hadoop's local file system
-    would write it, less the checksum file: one it left there for an earlier version would no longer
-    match, so it goes."""
+    """``text`` into the local file ``path`` (folders made as needed), whole or not at all: written to
+    a temporary name, synced and renamed over ``path``, so a full disk or a crash never leaves a cut
+    file under the real name. Hadoop's checksum file for an earlier version would no longer match, so
+    it goes."""
     folder, name = os.path.split(path)
     os.makedirs(folder, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         os.remove(os.path.join(folder, f".{name}.crc"))
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
+    tmp = os.path.join(folder, f".{name}.tmp-{uuid.uuid4().hex[:12]}")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 class HadoopFS:
     def __init__(self, spark: SparkSession):
         self._jvm = spark.sparkContext._jvm
+        self._gateway = spark.sparkContext._gateway
         self._conf = spark.sparkContext._jsc.hadoopConfiguration()
 
     def _path(self, uri: str):
@@ -99,16 +144,50 @@ class HadoopFS:
         names = [f for f in found if not f.rsplit("/", 1)[-1].startswith((".", "_"))]
         return sorted(set(names))
 
+    def modified_at(self, uri: str) -> float:
+        """The file's modification time (seconds since the epoch, the file system's clock)."""
+        return self._fs(uri).getFileStatus(self._path(uri)).getModificationTime() / 1000
+
     def write_text(self, uri: str, text: str) -> None:
-        local = _local_path(uri)
-        if local is not None:  # a round trip per call, and the text as base64, cost a JVM round trip per file
-            _write_local(local, text)
-            return
+        """Write a small side file whole or not at all (markers, stats, leases): readers never see a
+        cut or empty file under ``uri``. Out of space or permission is a one-line StorageError."""
+        try:
+            local = _local_path(uri)
+            if local is not None:  # a round trip per call, and the text as base64, cost a JVM round trip per file
+                _write_local(local, text)
+            elif urlsplit(uri).scheme in OBJECT_STORES:
+                self._create(uri, text)  # one PUT, seen whole or not at all
+            else:
+                self._replace(uri, text)
+        except Exception as exc:  # noqa: BLE001 — an out-of-space or permission failure as one line
+            refused = storage_error(exc, uri)
+            if refused is None:
+                raise
+            raise refused from None
+
+    def _create(self, uri: str, text: str) -> None:
         out = self._fs(uri).create(self._path(uri), True)
         try:
             out.write(bytearray(text.encode("utf-8")))
         finally:
             out.close()
+
+    def _replace(self, uri: str, text: str) -> None:
+        """Write beside ``uri`` and rename over it in one step (HDFS and other file systems whose
+        rename is atomic; FileSystem.rename would refuse an existing target)."""
+        folder, name = uri.rstrip("/").rsplit("/", 1)
+        tmp = f"{folder}/.{name}.tmp-{uuid.uuid4().hex[:12]}"
+        try:
+            self._create(tmp, text)
+            jvm = self._jvm
+            options = self._gateway.new_array(jvm.org.apache.hadoop.fs.Options.Rename, 1)
+            options[0] = jvm.org.apache.hadoop.fs.Options.Rename.OVERWRITE
+            jvm.org.apache.hadoop.fs.FileContext.getFileContext(self._path(uri).toUri(), self._conf) \
+                .rename(self._path(tmp), self._path(uri), options)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._fs(tmp).delete(self._path(tmp), False)
+            raise
 
     def read_text(self, uri: str) -> str:
         """A small side file's text (UTF-8), in one call to the JVM rather than one per line."""

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from jobs import registry
 from jobs.console import summary_line
 from jobs.fs import HadoopFS
+from jobs.lease import RunLease, lease_settings
 from jobs.runner import finished_marker, is_complete, run_chunked_stage, run_stage, run_stage_after_chunks
 from jobs.stage import MARKER, STATS, Stage
 from udfs.common.config import ConfigError
@@ -56,12 +57,20 @@ def plan_stages(requested: Optional[Sequence[str]]) -> List[str]:
 
 def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequence[str],
                  output: Optional[str] = None, run: Optional[str] = None,
-                 sample: Optional[float] = None, echo=print) -> List[dict]:
+                 sample: Optional[float] = None, echo=print, wait_s: Optional[int] = None) -> List[dict]:
+    """Run ``stages`` under ``<output>/<run>/`` while holding the run folder's lease (``wait_s``:
+    how long to wait for another run that holds it, over the config's ``lease.wait_s``)."""
     fs = HadoopFS(spark)
     run_dir = fs.qualify(f"{(output or cfg.output).rstrip('/')}/{run or cfg.run}")
     if sample is not None and not 0 < sample <= 1:
         raise ConfigError(f"--sample: must be within (0, 1], got {sample}")
     make_run_dir(fs, run_dir)
+    with RunLease(fs, run_dir, lease_settings(cfg, wait_s), echo) as lease:
+        return _run_stages(spark, fs, cfg, run_dir, inputs, stages, sample, echo, lease)
+
+
+def _run_stages(spark: SparkSession, fs: HadoopFS, cfg, run_dir: str, inputs: Sequence[str], stages: Sequence[str],
+                sample: Optional[float], echo, lease: RunLease) -> List[dict]:
     first = stages[0]
     if registry.stage_class(first).input == "files":
         if not inputs:
@@ -84,8 +93,8 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
         reads_documents = stage.input == "documents"
         stage_fp = stage_fingerprint(stage, upstream)
         stage_dir = f"{run_dir}/{name}"
-        if is_complete(fs, stage_dir, stage_fp):
-            stats = fs.read_json(f"{stage_dir}/{STATS}")
+        stats = finished_stats(fs, stage_dir, stage_fp)
+        if stats is not None:
             echo(f"{name:>10}: finished earlier with the same config, skipped ({stage_dir})")
         else:
             def load(inputs):
@@ -94,18 +103,31 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
 
             chunks = plan_chunks(fs, stage, source, cfg.io.chunk_files)
             if chunks is not None and stage.chunked:
-                stats = run_chunked_stage(stage, chunks, load, reads_documents, stage_dir, stage_fp, echo)
+                stats = run_chunked_stage(stage, chunks, load, reads_documents, stage_dir, stage_fp, echo, lease)
             elif chunks is not None:
-                stats = run_stage_after_chunks(stage, chunks, load, load(source), stage_dir, stage_fp, echo)
+                stats = run_stage_after_chunks(stage, chunks, load, load(source), stage_dir, stage_fp, echo, lease)
             else:
                 docs = load(source)
-                stats = run_stage(stage, docs, stage_dir, stage_fp, docs.count() if reads_documents else None)
+                stats = run_stage(stage, docs, stage_dir, stage_fp, docs.count() if reads_documents else None,
+                                  lease=lease)
             echo(summary_line(stats, stage_dir))
             if stats["kept"] == 0 and stats["records_in"] > 0 and position < len(stages) - 1:
                 echo(f"{name:>10}: kept nothing; the stages after it run on no documents")
         all_stats.append(stats)
         source, upstream = f"{stage_dir}/kept", stage_fp
     return all_stats
+
+
+def finished_stats(fs: HadoopFS, stage_dir: str, fingerprint: str) -> Optional[dict]:
+    """The stats of a stage that finished with this fingerprint; None when it did not, or when its
+    stats cannot be read (the stage is then run again)."""
+    if not is_complete(fs, stage_dir, fingerprint):
+        return None
+    try:
+        stats = fs.read_json(f"{stage_dir}/{STATS}")
+    except ValueError:
+        return None
+    return stats if isinstance(stats, dict) and "kept" in stats and "records_in" in stats else None
 
 
 def plan_chunks(fs: HadoopFS, stage: Stage, source, chunk_files: int) -> Optional[List[List[str]]]:

@@ -18,26 +18,46 @@ import hashlib
 import json
 import time
 import uuid
-from contextlib import ExitStack
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from contextlib import ExitStack, contextmanager
+from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 from pyspark.sql import DataFrame
 
-from jobs.fs import HadoopFS
+from jobs.fs import HadoopFS, StorageError, storage_error
+from jobs.lease import RunLease
 from jobs.stage import MARKER, STATS, Stage, Transformed, conform_bookkeeping
 
 CHUNKS = "_chunks"  # chunk markers of a stage run chunk by chunk
 
 
-def finished_marker(fs: HadoopFS, stage_dir: str) -> Optional[dict]:
-    """The stage's completion marker if the files it names are exactly the files there; else None."""
-    marker = f"{stage_dir}/{MARKER}"
-    if not fs.exists(marker):
+def read_marker(fs: HadoopFS, path: str) -> Optional[dict]:
+    """A marker's content when it is a complete, well-formed marker: a JSON object whose ``files``
+    maps names to sizes (and whose ``fingerprint``, where it has one, is a string). An empty, cut,
+    damaged or missing marker is None: whatever it was meant to cover is not finished."""
+    try:
+        if not fs.exists(path):
+            return None
+        content = fs.read_json(path)
+    except ValueError:  # empty (a full disk), cut short, not JSON, not UTF-8
         return None
-    content = fs.read_json(marker)
+    if not isinstance(content, dict) or not isinstance(content.get("files"), dict):
+        return None
+    if not all(isinstance(name, str) and type(size) is int for name, size in content["files"].items()):
+        return None
+    if not isinstance(content.get("fingerprint", ""), str):
+        return None
+    return content
+
+
+def finished_marker(fs: HadoopFS, stage_dir: str) -> Optional[dict]:
+    """The stage's completion marker if it is valid and the files it names are exactly the files
+    there; else None."""
+    content = read_marker(fs, f"{stage_dir}/{MARKER}")
+    if content is None or "fingerprint" not in content:
+        return None
     present = fs.list_files(stage_dir)
     present.pop(MARKER, None)
-    return content if content.get("files") == present else None
+    return content if content["files"] == present else None
 
 
 def is_complete(fs: HadoopFS, stage_dir: str, fingerprint: str) -> bool:
@@ -47,7 +67,8 @@ def is_complete(fs: HadoopFS, stage_dir: str, fingerprint: str) -> bool:
 
 def remove_orphans(fs: HadoopFS, stage_dir: str, keep: Optional[str] = None) -> None:
     """Delete the temporary and partial folders earlier runs of this stage left behind when they were
-    killed, except ``keep`` (the partial folder of the chunk plan being resumed)."""
+    killed, except ``keep`` (the partial folder of the chunk plan being resumed). Only the holder of
+    the run folder's lease calls this, so no live run owns them."""
     parent, name = stage_dir.rstrip("/").rsplit("/", 1)
     kept_name = keep.rstrip("/").rsplit("/", 1)[-1] if keep else None
     for path in fs.list_dir(parent):
@@ -56,11 +77,13 @@ def remove_orphans(fs: HadoopFS, stage_dir: str, keep: Optional[str] = None) -> 
             fs.delete(path)
 
 
-def commit(fs: HadoopFS, tmp_dir: str, stage_dir: str, fingerprint: str) -> None:
+def commit(fs: HadoopFS, tmp_dir: str, stage_dir: str, fingerprint: str, lease: Optional[RunLease]) -> None:
     """Move a written stage into place; the marker, naming every file, is written last.
 
     The old marker goes first, so that from then on a crash leaves a stage that is not finished.
     """
+    if lease is not None:
+        lease.check()
     fs.delete(f"{stage_dir}/{MARKER}")
     fs.delete(stage_dir)
     fs.rename(tmp_dir, stage_dir)
@@ -109,23 +132,39 @@ class ChunkSteps:
     started: float
 
 
+@contextmanager
+def storage_errors(path: str) -> Iterator[None]:
+    """An out-of-space, quota or permission failure inside as one StorageError naming ``path``."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 — anything else goes on as it was
+        refused = storage_error(exc, path)
+        if refused is None:
+            raise
+        raise refused from None
+
+
 def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
-              records_in: Optional[int], after: Optional[ChunkSteps] = None) -> dict:
+              records_in: Optional[int], after: Optional[ChunkSteps] = None,
+              lease: Optional[RunLease] = None) -> dict:
     """Run one stage into ``stage_dir`` atomically and return its stats."""
     fs = HadoopFS(stage.spark)
     remove_orphans(fs, stage_dir, keep=after.partial_dir if after else None)
-    tmp_dir = f"{stage_dir}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp_dir = f"{stage_dir}.tmp-{uuid.uuid4().hex[:12]}"
     started = after.started if after else time.time()
     stage.spark.sparkContext.setJobGroup(stage.name, f"corpusmill stage {stage.name}")
     resources = ExitStack()
     try:
-        out, counts = write_outcomes(stage, docs, tmp_dir, resources, release=True)
-        stats = stage_stats(stage, fingerprint, counts, records_in, time.time() - started)
-        if after:
-            stats["chunks"] = after.chunks
-        stats.update(stage.extra_stats(tmp_dir, out.facts))
-        fs.write_json(f"{tmp_dir}/{STATS}", stats)
-        commit(fs, tmp_dir, stage_dir, fingerprint)
+        with storage_errors(tmp_dir):
+            out, counts = write_outcomes(stage, docs, tmp_dir, resources, release=True)
+            stats = stage_stats(stage, fingerprint, counts, records_in, time.time() - started)
+            if after:
+                stats["chunks"] = after.chunks
+            stats.update(stage.extra_stats(tmp_dir, out.facts))
+            fs.write_json(f"{tmp_dir}/{STATS}", stats)
+            commit(fs, tmp_dir, stage_dir, fingerprint, lease)
         if after:
             fs.delete(after.partial_dir)
         return stats
@@ -148,20 +187,52 @@ def write_chunk_marker(fs: HadoopFS, path: str, content: dict) -> None:
     fs.write_json(path, content)
 
 
-def _finished_chunks(fs: HadoopFS, partial_dir: str) -> Dict[int, dict]:
-    """Chunk markers whose files are all there; every data file no marker covers is deleted (the
-    debris of a chunk that was killed while its files were being moved)."""
+def _rows_written(marker: dict) -> Optional[int]:
+    """The rows a chunk marker says were written (its outcome counts, else the rows it read); None
+    when its counts are not well-formed."""
+    counts = marker.get("counts")
+    if counts is None:
+        rows = marker.get("records_in")
+        return rows if type(rows) is int and rows >= 0 else None
+    if not (isinstance(counts, dict) and all(isinstance(reasons, dict) for reasons in counts.values())):
+        return None
+    numbers = [n for reasons in counts.values() for n in reasons.values()]
+    return sum(numbers) if all(type(n) is int and n >= 0 for n in numbers) else None
+
+
+def _valid_chunk_marker(marker: Optional[dict], index: int, inputs: Sequence[str], keys: Sequence[str],
+                        present: Dict[str, int]) -> bool:
+    """A chunk is finished only when its marker is complete (every key its stage writes), names the
+    input files the plan gives that chunk, lists only files of its own chunk and at least one where
+    it says rows were written, and every listed file is there with its size."""
+    if marker is None or any(key not in marker for key in keys) or marker.get("inputs") != list(inputs):
+        return False
+    rows = _rows_written(marker)
+    files = marker["files"]
+    own = f"c{index:05d}-"
+    return (rows is not None and (rows == 0 or bool(files))
+            and all(name.rpartition("/")[2].startswith(own) and present.get(name) == size
+                    for name, size in files.items()))
+
+
+def _finished_chunks(fs: HadoopFS, partial_dir: str, chunks: Sequence[Sequence[str]],
+                     keys: Sequence[str]) -> Dict[int, dict]:
+    """The chunks whose markers are valid (``_valid_chunk_marker``). Every other marker, and every
+    data file no valid marker covers (the debris of a chunk killed while its files were being moved,
+    or of a damaged marker), is deleted: those chunks are done again."""
     present = fs.list_files(partial_dir)
     finished, covered = {}, set()
     for rel in present:
-        if rel.startswith(f"{CHUNKS}/") and rel.endswith(".json"):
-            try:
-                marker = fs.read_json(f"{partial_dir}/{rel}")
-            except ValueError:  # cut short while being written: the chunk is not finished
-                continue
-            if all(present.get(name) == size for name, size in marker["files"].items()):
-                finished[int(rel[len(CHUNKS) + 1:-len(".json")])] = marker
-                covered.update(marker["files"])
+        if not rel.startswith(f"{CHUNKS}/"):
+            continue
+        number = rel[len(CHUNKS) + 1:-len(".json")] if rel.endswith(".json") else ""
+        index = int(number) if number.isdigit() else -1
+        marker = read_marker(fs, f"{partial_dir}/{rel}") if 0 <= index < len(chunks) else None
+        if _valid_chunk_marker(marker, index, chunks[index] if marker else (), keys, present):
+            finished[index] = marker
+            covered.update(marker["files"])
+        else:
+            fs.delete(f"{partial_dir}/{rel}")
     for rel in present:
         if not rel.startswith(f"{CHUNKS}/") and rel not in covered:
             fs.delete(f"{partial_dir}/{rel}")
@@ -175,23 +246,27 @@ def _partial_dir(stage_dir: str, fingerprint: str, chunks: Sequence[Sequence[str
 
 
 def _commit_chunks(stage: Stage, fs: HadoopFS, chunks: Sequence[Sequence[str]], partial_dir: str,
-                   write_chunk: Callable[[Sequence[str], str], dict], echo) -> Dict[int, dict]:
+                   write_chunk: Callable[[Sequence[str], str], dict], keys: Sequence[str], echo,
+                   lease: Optional[RunLease]) -> Dict[int, dict]:
     """Run every chunk that has no valid marker in ``partial_dir`` yet: ``write_chunk(files, tmp_dir)``
-    writes it into a temporary folder and returns what its marker records besides the files; its data
-    files are moved into ``partial_dir`` and its marker (with the files and the chunk's input files)
-    is written last. Returns every chunk's marker."""
-    finished = _finished_chunks(fs, partial_dir)
+    writes it into a temporary folder of this attempt's own and returns what its marker records
+    besides the files (``keys``); its data files are moved into ``partial_dir`` and its marker (with
+    the files and the chunk's input files) is written last. Returns every chunk's marker."""
+    finished = _finished_chunks(fs, partial_dir, chunks, keys)
     if finished:
         echo(f"{stage.name:>10}: resuming: {len(finished)} of {len(chunks)} chunks were committed earlier")
+    attempt = lease.attempt if lease is not None else uuid.uuid4().hex[:12]
     for index, files in enumerate(chunks):
         if index in finished:
             continue
-        tmp_dir = f"{partial_dir}/chunk-tmp-{index:05d}"
-        fs.delete(tmp_dir)
+        tmp_dir = f"{partial_dir}/chunk-tmp-{index:05d}-{attempt}"
         try:
-            written = write_chunk(files, tmp_dir)
-            finished[index] = {"files": _move_chunk_files(fs, tmp_dir, partial_dir, index), **written,
-                               "inputs": list(files)}
+            with storage_errors(tmp_dir):
+                written = write_chunk(files, tmp_dir)
+                if lease is not None:
+                    lease.check()
+                finished[index] = {"files": _move_chunk_files(fs, tmp_dir, partial_dir, index), **written,
+                                   "inputs": list(files)}
         finally:
             fs.delete(tmp_dir)
         write_chunk_marker(fs, f"{partial_dir}/{CHUNKS}/{index:05d}.json", finished[index])
@@ -200,7 +275,8 @@ def _commit_chunks(stage: Stage, fs: HadoopFS, chunks: Sequence[Sequence[str]], 
 
 
 def run_chunked_stage(stage: Stage, chunks: Sequence[Sequence[str]], load_chunk: Callable[[Sequence[str]], DataFrame],
-                      count_input: bool, stage_dir: str, fingerprint: str, echo=print) -> dict:
+                      count_input: bool, stage_dir: str, fingerprint: str, echo=print,
+                      lease: Optional[RunLease] = None) -> dict:
     """Run a stage chunk by chunk; each chunk is committed on its own and a re-run skips it.
 
     A chunk is written like a stage (into a temporary folder), its data files are moved into
@@ -223,7 +299,8 @@ def run_chunked_stage(stage: Stage, chunks: Sequence[Sequence[str]], load_chunk:
         return {"counts": counts, "records_in": records_in, "facts": out.facts}
 
     try:
-        finished = _commit_chunks(stage, fs, chunks, partial_dir, write_chunk, echo)
+        finished = _commit_chunks(stage, fs, chunks, partial_dir, write_chunk, ("counts", "records_in", "facts"),
+                                  echo, lease)
         resources.close()
         counts: Dict[str, Dict[str, int]] = {}
         for marker in finished.values():
@@ -233,7 +310,7 @@ def run_chunked_stage(stage: Stage, chunks: Sequence[Sequence[str]], load_chunk:
         stats["chunks"] = len(chunks)
         stats.update(stage.extra_stats(partial_dir, finished[len(chunks) - 1]["facts"] if chunks else {}))
         fs.write_json(f"{partial_dir}/{STATS}", stats)
-        commit(fs, partial_dir, stage_dir, fingerprint)
+        commit(fs, partial_dir, stage_dir, fingerprint, lease)
         return stats
     finally:
         resources.close()
@@ -241,7 +318,7 @@ def run_chunked_stage(stage: Stage, chunks: Sequence[Sequence[str]], load_chunk:
 
 def run_stage_after_chunks(stage: Stage, chunks: Sequence[Sequence[str]],
                            load_chunk: Callable[[Sequence[str]], DataFrame], docs: DataFrame,
-                           stage_dir: str, fingerprint: str, echo=print) -> dict:
+                           stage_dir: str, fingerprint: str, echo=print, lease: Optional[RunLease] = None) -> dict:
     """Run a ``has_chunk_step`` stage in two steps: its per-record step chunk by chunk, each chunk
     committed into ``<stage>.partial-<plan>/`` as in ``run_chunked_stage``; then the stage on its
     whole input ``docs``, with every chunk's rows in ``stage.chunk_results``, committed like any
@@ -258,12 +335,12 @@ def run_stage_after_chunks(stage: Stage, chunks: Sequence[Sequence[str]],
         stage.chunk_step(chunk).write.option("compression", stage.cfg.io.parquet_compression).parquet(tmp_dir)
         return {"records_in": chunk.count()}
 
-    finished = _commit_chunks(stage, fs, chunks, partial_dir, write_chunk, echo)
+    finished = _commit_chunks(stage, fs, chunks, partial_dir, write_chunk, ("records_in",), echo, lease)
     saved = [f"{partial_dir}/{name}" for marker in finished.values() for name in marker["files"]]
     stage.chunk_results = (stage.spark.read.schema(results_schema).parquet(*saved) if saved
                            else stage.spark.createDataFrame([], results_schema))
     return run_stage(stage, docs, stage_dir, fingerprint, sum(m["records_in"] for m in finished.values()),
-                     after=ChunkSteps(partial_dir, len(chunks), started))
+                     after=ChunkSteps(partial_dir, len(chunks), started), lease=lease)
 
 
 def _move_chunk_files(fs: HadoopFS, tmp_dir: str, partial_dir: str, index: int) -> Dict[str, int]:

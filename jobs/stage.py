@@ -25,10 +25,10 @@ from contextlib import ExitStack
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DataType, StringType, StructType
 
 from jobs.fs import HadoopFS
 from udfs.common.config import ConfigError
@@ -47,6 +47,17 @@ BOOKKEEPING = pa.schema([("_outcome", pa.string()), ("reject_rule", pa.string())
 BOOKKEEPING_COLUMNS = tuple(BOOKKEEPING.names)
 
 
+# The data contract's columns: wherever a stage's input has one, it must have this type (checked at
+# the stage's door, with a one-line error).
+CONTRACT_TYPES: Dict[str, DataType] = {"id": StringType(), "url": StringType(), "text": StringType()}
+
+# A document longer than ``io.max_text_chars`` is an error row with this reason at every stage that holds
+# documents in memory; its length is measured in the JVM, so no Python worker ever receives its text.
+TEXT_TOO_LONG = "text_too_long"
+# While a stage runs: the length of a text over the limit (that text is null from the door on), else null.
+OVER_LIMIT = "_text_over_limit"
+
+
 def bookkeeping_fields(*names: str) -> List[pa.Field]:
     """The declared bookkeeping fields ``names``, in that order, for a stage's Arrow output schema."""
     return [BOOKKEEPING.field(name) for name in names]
@@ -55,6 +66,23 @@ def bookkeeping_fields(*names: str) -> List[pa.Field]:
 def measured_values(values: Sequence[Optional[float]]) -> pa.Array:
     """Numbers a rule measured as ``reject_value`` text (the shortest form that reads back exactly)."""
     return pa.array(values, pa.float64()).cast(BOOKKEEPING.field("reject_value").type)
+
+
+def over_limit_as_errors(rows: DataFrame) -> DataFrame:
+    """``rows`` (marked by ``Stage.hold_back_long_texts``) with each row over the limit an error: ``error`` =
+    text_too_long, ``reject_value`` = its length in characters, no text and no rule; the mark dropped."""
+    over = F.col(OVER_LIMIT).isNotNull()
+    nothing = F.lit(None).cast("string")
+    changed = {"_outcome": F.when(over, F.lit("error")).otherwise(F.col("_outcome")),
+               "error": F.when(over, F.lit(TEXT_TOO_LONG)).otherwise(F.col("error") if "error" in rows.columns
+                                                                      else nothing),
+               "reject_value": F.when(over, F.col(OVER_LIMIT).cast("string"))
+               .otherwise(F.col("reject_value").cast("string") if "reject_value" in rows.columns else nothing)}
+    if "reject_rule" in rows.columns:
+        changed["reject_rule"] = F.when(~over, F.col("reject_rule"))
+    if "text" in rows.columns:
+        changed["text"] = F.when(~over, F.col("text"))
+    return rows.withColumns(changed).drop(OVER_LIMIT)
 
 
 def drop_bookkeeping(docs: DataFrame) -> DataFrame:
@@ -114,8 +142,8 @@ class Stage:
     kept_documents: bool = True
     # A column of kept/ that holds the text's length as the stage saw it (read instead of the text).
     text_length_column: Optional[str] = None
-    # Settings of other sections the stage reads, as dotted paths ("mix.buckets"); its own section
-    # and io.parquet_compression are always read.
+    # Settings of other sections the stage reads, as dotted paths ("mix.buckets"); its own section,
+    # io.parquet_compression and io.max_text_chars are always read.
     reads: Tuple[str, ...] = ()
     # Input columns the stage cannot work without (checked before transform, with a one-line error).
     required_columns: Tuple[str, ...] = ()
@@ -143,7 +171,7 @@ class Stage:
     @classmethod
     def config_paths(cls) -> Tuple[str, ...]:
         """Every config path the stage reads: what its fingerprint hashes."""
-        return (cls.name, "io.parquet_compression", *cls.reads)
+        return (cls.name, "io.parquet_compression", "io.max_text_chars", *cls.reads)
 
     @property
     def settings(self):
@@ -156,10 +184,28 @@ class Stage:
         return drop_bookkeeping(self.spark.read.parquet(*([path] if isinstance(path, str) else path)))
 
     def check_input(self, docs: DataFrame) -> None:
+        """The door: the columns the stage needs are there and the contract's columns have their types."""
         missing = [c for c in self.required_columns if c not in docs.columns]
         if missing:
             raise ConfigError(f"--input: the {self.name} stage needs column(s) {', '.join(map(repr, missing))}; "
                               f"the input has {', '.join(docs.columns)}")
+        for name, expected in CONTRACT_TYPES.items():
+            found = docs.schema[name].dataType if name in docs.columns else expected
+            if found != expected:
+                raise ConfigError(f"--input: column {name!r} is {found.simpleString()}; the {self.name} stage "
+                                  f"needs {expected.simpleString()} (the data contract: id, url and text are strings)")
+
+    def too_long(self) -> Column:
+        """The length of ``text`` where it is over ``io.max_text_chars``, else null (a JVM expression)."""
+        length = F.length("text")
+        return F.when(length > F.lit(self.cfg.io.max_text_chars), length)
+
+    def hold_back_long_texts(self, docs: DataFrame) -> DataFrame:
+        """``docs`` with ``OVER_LIMIT`` set and the text null on every document over the limit, so that
+        what the stage hands its Python workers is bounded; ``over_limit_as_errors`` makes those rows
+        errors at the end."""
+        return docs.withColumn(OVER_LIMIT, self.too_long()).withColumn(
+            "text", F.when(F.col(OVER_LIMIT).isNull(), F.col("text")))
 
     def artifact_fingerprint(self) -> str:
         """Identity of files the output depends on beyond the config (e.g. a model); '' when none."""

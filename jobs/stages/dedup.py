@@ -18,6 +18,12 @@
    component's least representative id: its least id under the default order), rejected rows
    ``survivor_id`` and ``reject_rule`` = exact_duplicate / near_duplicate.
 
+Every step above sees one row per id. Ids are deterministic (a hash of the record), so rows sharing
+an id are copies of one record (the same WARC read twice): the first by ``copy_order`` (survivor
+order, then a hash of the text, then of the row) takes the id's decision, the others are rejected
+with ``reject_rule`` = duplicate_id and ``survivor_id`` = that id. A text over ``io.max_text_chars``
+gets no signature: it is an errors/ row (``text_too_long``), as is a row without an id.
+
 Signature index. The stage writes, inside its own folder (so its ``_COMPLETE.json`` lists it), the
 keys of the documents it kept; a later run's ``dedup.against`` reads only this, never the documents:
 
@@ -55,7 +61,7 @@ from typing import Dict, Iterator, List, Optional
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -63,7 +69,7 @@ from jobs.fs import HadoopFS
 from jobs.console import progress_safe_print
 from jobs.report.render import number
 from jobs.report.svg import histogram
-from jobs.stage import Stage, Transformed
+from jobs.stage import OVER_LIMIT, Stage, Transformed, over_limit_as_errors
 from jobs.transforms.components import Checkpointer, attach_group_min, connected_components, join_hot_safe
 from jobs.transforms.dedup_index import INDEX, INDEX_META, EarlierIndex, open_index
 from udfs.common.config import ConfigError
@@ -71,6 +77,12 @@ from udfs.dedup.minhash import DedupConfig, describe_bands, estimated_jaccard, j
 
 OWN_COLUMNS = ("cluster_id", "survivor_id", "survivor_run", "reject_rule", "_outcome")
 EARLIER_RULE = "duplicate_of_earlier_run"
+# Rows sharing an id: ids are deterministic (a hash of the record), so these are copies of one record
+# (e.g. the same WARC read twice); the first in ``copy_order`` stands for the id, the others are rejected.
+DUPLICATE_ID = "duplicate_id"
+# xxhash64 of the text, computed in the JVM: ranks the copies of an id the same way in the signature
+# rows (``one_per_id``) and in the documents (``copy_order``).
+TEXT_KEY = "text_key"
 
 
 # ---------------------------------------------------------------- the stage
@@ -104,7 +116,7 @@ class DedupStage(Stage):
         order = [c.lstrip("-") for c in s.survivor_order]
         # Signatures verify candidates (verify: signature) and go into the index for later runs.
         with_signature = s.fuzzy
-        fields = [docs.schema["id"], T.StructField("text_hash", T.StringType()),
+        fields = [docs.schema["id"], T.StructField(TEXT_KEY, T.LongType()), T.StructField("text_hash", T.StringType()),
                   T.StructField("bands", T.ArrayType(T.LongType()))]
         if with_signature:
             fields.append(T.StructField("signature", T.BinaryType()))
@@ -118,18 +130,37 @@ class DedupStage(Stage):
                 # Documents without shingles (empty text) take part in exact dedup only.
                 bands = pa.array([row if ok else None for row, ok in zip(out.bands.tolist(), has)],
                                  type=pa.list_(pa.int64()))
-                columns = [batch.column("id"), pa.array(out.exact_hashes, pa.string()), bands]
-                names = ["id", "text_hash", "bands"]
+                columns = [batch.column("id"), batch.column(TEXT_KEY), pa.array(out.exact_hashes, pa.string()), bands]
+                names = ["id", TEXT_KEY, "text_hash", "bands"]
                 if with_signature:
                     columns.append(pa.array([row.tobytes() for row in out.signatures], pa.binary()))
                     names.append("signature")
                 columns += [batch.column(c) for c in order]
                 yield pa.RecordBatch.from_arrays(columns, names=names + order)
 
-        return docs.select("id", "text", *order).mapInArrow(compute, T.StructType(fields))
+        return (docs.select("id", F.xxhash64("text").alias(TEXT_KEY), "text", *order)
+                .mapInArrow(compute, T.StructType(fields)))
 
     def chunk_step(self, docs: DataFrame) -> DataFrame:
-        return self.signatures(docs.where(F.col("id").isNotNull()))
+        """Signatures of the documents with an id and a text within ``io.max_text_chars`` (the others
+        are errors), every copy of an id included: copies may be in different chunks."""
+        return self.signatures(docs.where(F.col("id").isNotNull() & self.too_long().isNull()))
+
+    def one_per_id(self, sigs: DataFrame) -> DataFrame:
+        """One signature row per id: of several sharing it, the first copy (``copy_order``'s, among
+        the texts within the limit: the only ones with signatures). An aggregation, so an id with a
+        million copies is combined map-side, not gathered in one task."""
+        fields = [c for c in sigs.columns if c != "id"]
+        first = F.min(F.struct(self.rank().alias("_rank"), F.col(TEXT_KEY).alias("_key"),
+                               F.struct(*fields).alias("_row")))
+        return sigs.groupBy("id").agg(first.alias("_first")).select("id", "_first._row.*")
+
+    def copy_order(self, docs: DataFrame) -> Window:
+        """The order of the rows sharing an id: texts within the limit first, then the survivor order,
+        the text, and the whole row, so the copy kept is the same on every run."""
+        hashable = [c for c in docs.columns if not isinstance(docs.schema[c].dataType, T.MapType)]
+        return Window.partitionBy("id").orderBy(self.too_long().isNotNull(), self.rank(), F.xxhash64("text"),
+                                                F.xxhash64(*hashable))
 
     # -- fuzzy candidates and verification -----------------------------------------------------
 
@@ -237,10 +268,10 @@ class DedupStage(Stage):
         checkpoint = Checkpointer(self.spark, s.checkpoint_dir)
         earlier = self.earlier_indexes()  # checked before the expensive pass
 
-        if self.chunk_results is not None:  # computed and committed chunk by chunk
-            sigs = self.chunk_results
-        else:  # the signature pass is the expensive one: materialise it once
-            sigs = checkpoint(self.chunk_step(docs))
+        # Computed and committed chunk by chunk, or here; materialised once, one row per id, before
+        # anything is joined on id.
+        sigs = checkpoint(self.one_per_id(self.chunk_results if self.chunk_results is not None
+                                          else self.chunk_step(docs)))
 
         if s.exact:
             # The exact group's best-ranked document represents it in the fuzzy pass.
@@ -262,7 +293,11 @@ class DedupStage(Stage):
         if s.fuzzy:
             pairs = checkpoint(self.candidates(reps))
             if s.verify == "jaccard":
-                values = docs.select("id", F.col("text").alias("value"))
+                # The text of the copy whose signature stands for the id (copies of one text: any one).
+                texts = docs.where(self.too_long().isNull()).select("id", F.xxhash64("text").alias(TEXT_KEY),
+                                                                    F.col("text").alias("value"))
+                values = (texts.join(sigs.select("id", TEXT_KEY), ["id", TEXT_KEY], "left_semi")
+                          .dropDuplicates(["id"]).drop(TEXT_KEY))
             else:
                 values = sigs.select("id", F.col("signature").alias("value"))
             edges = checkpoint(self.verify(pairs, values, values, s.verify))
@@ -277,10 +312,21 @@ class DedupStage(Stage):
         # Read twice, by the output and by the index of what was kept: decided once.
         decisions = checkpoint(decisions)
         kept_columns = [c for c in docs.columns if c not in OWN_COLUMNS]
-        out = docs.select(*kept_columns).join(decisions, "id", "left")
-        # Rows without an id cannot be deduplicated or joined back: report them as errors.
-        rows_out = (out.withColumn("_outcome", F.coalesce("_outcome", F.lit("error")))
-                    .withColumn("error", F.when(F.col("id").isNull(), F.lit("missing id"))))
+        # One decision per id; of the rows sharing an id the first copy takes it, the others are
+        # rejected as duplicate_id (survivor: the same id).
+        out = (docs.select(*kept_columns).join(decisions, "id", "left")
+               .withColumn("_copy", F.row_number().over(self.copy_order(docs.select(*kept_columns)))))
+        repeat = F.col("id").isNotNull() & (F.col("_copy") > 1)
+        repeats = {"_outcome": F.lit("rejected"), "reject_rule": F.lit(DUPLICATE_ID), "survivor_id": F.col("id")}
+        if "survivor_run" in out.columns:
+            repeats["survivor_run"] = F.lit(None).cast("string")
+        out = out.withColumns({name: F.when(repeat, value).otherwise(F.col(name)) for name, value in repeats.items()})
+        # Rows without an id cannot be deduplicated or joined back, nor texts over the limit be
+        # compared: report them as errors.
+        rows_out = over_limit_as_errors(
+            out.withColumn("_outcome", F.coalesce("_outcome", F.lit("error")))
+            .withColumn("error", F.when(F.col("id").isNull(), F.lit("missing id")))
+            .withColumn(OVER_LIMIT, self.too_long()).drop("_copy"))
         kept_keys = decisions.where(F.col("_outcome") == "kept").select("id").join(sigs, "id")
         return Transformed(rows_out, {**figures, "index": kept_keys})
 

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from jobs.stage import Stage, Transformed, bookkeeping_fields
+from jobs.stage import OVER_LIMIT, Stage, Transformed, bookkeeping_fields, over_limit_as_errors
 from udfs.extract.warc import ExtractConfig, WarcDocumentReader
 
 EXTRACT_SCHEMA = pa.schema([
@@ -78,7 +78,10 @@ class ExtractStage(Stage):
                     if rows:
                         yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_SCHEMA)
 
-        return Transformed(files.mapInArrow(extract_files, from_arrow_schema(EXTRACT_SCHEMA)))
+        rows = files.mapInArrow(extract_files, from_arrow_schema(EXTRACT_SCHEMA))
+        # The stages after it take no text over the limit: a longer one is an error here already.
+        over = F.when(F.col("_outcome") == "kept", self.too_long())
+        return Transformed(over_limit_as_errors(rows.withColumn(OVER_LIMIT, over)))
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from jobs.report.render import table
 from jobs.report.svg import bar_chart
 from jobs.transforms.perplexity import with_ppl_bucket
 from jobs.transforms.scrub import scrubbed_rows, spot_check_picks
-from jobs.stage import Stage, Transformed, bookkeeping_fields, measured_values
+from jobs.stage import Stage, Transformed, bookkeeping_fields, measured_values, over_limit_as_errors
 from udfs.filter.rules import FILTER_SIGNALS, DocumentFilter, FilterConfig
 
 _ARROW_KINDS = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
@@ -95,7 +95,8 @@ class FilterStage(Stage):
         return "<h2>Rejections per rule</h2>" + "".join(parts) if parts else ""
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
-        docs = docs.drop(*[c for c in FILTER_FIELDS.names + ["ppl_bucket"] if c in docs.columns])
+        docs = self.hold_back_long_texts(
+            docs.drop(*[c for c in FILTER_FIELDS.names + ["ppl_bucket"] if c in docs.columns]))
         settings = self.settings
         out_fields = FILTER_FIELDS
 
@@ -110,7 +111,7 @@ class FilterStage(Stage):
 
         schema = StructType(docs.schema.fields + from_arrow_schema(FILTER_FIELDS).fields)
         # Persisted so the bucket cut-offs (an action) and the write share one pass of the filter.
-        filtered = docs.mapInArrow(filter_batches, schema).persist(StorageLevel.MEMORY_AND_DISK)
+        filtered = over_limit_as_errors(docs.mapInArrow(filter_batches, schema)).persist(StorageLevel.MEMORY_AND_DISK)
         facts: dict = {}
 
         def release() -> None:  # by the runner, once the write is done (or failed)
@@ -169,9 +170,9 @@ class FilterStage(Stage):
         """Up to ``samples_per_rule`` of the ``rejected`` rows per rule, chosen by a hash of the id (the
         same documents on every run, no two with the same text), with text and URL scrubbed and the
         raw text's length in ``chars``; in the order of rule, then hash."""
-        picked = spot_check_picks(rejected.select("id", "reject_rule", "text"), "reject_rule",
-                                  self.settings.samples_per_rule).select("id", "reject_rule", "_hash")
-        samples = rejected.join(F.broadcast(picked), ["id", "reject_rule"]).select(
+        # Picked from the rows themselves, not joined back on id: ids need not be unique.
+        samples = spot_check_picks(rejected.select(*SAMPLE_COLUMNS), "reject_rule",
+                                   self.settings.samples_per_rule).select(
             *SAMPLE_COLUMNS, F.coalesce(F.length("text"), F.lit(0)).alias("chars"), "_hash")
         return sorted(scrubbed_rows(samples.collect(), self.cfg.pii),
                       key=lambda r: (r["reject_rule"], r["_hash"], r["id"]))

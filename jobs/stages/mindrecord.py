@@ -41,14 +41,15 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.fs import HadoopFS
-from jobs.stage import Stage, Transformed
+from jobs.stage import OVER_LIMIT, TEXT_TOO_LONG, Stage, Transformed
 from udfs.common.config import ConfigError
 from udfs.mindrecord.records import (COPY_SUFFIX, DOCUMENT_SCHEMA, MANIFEST, MISSING_SCORE, SEQUENCE_FIELDS,
                                      MindRecordConfig, balance_plan, check_compatible, check_reachable, is_remote,
                                      manifest_stages, mindrecord_rows, s3_options_from_hadoop, sequence_schema,
                                      shard_name, upload_files)
 
-SHARDS_SCHEMA = "shard int, file string, rows long, tokens long, _outcome string"
+# text_too_long: documents (documents mode) whose text is over io.max_text_chars, left out of the shard.
+SHARDS_SCHEMA = "shard int, file string, rows long, tokens long, text_too_long long, _outcome string"
 
 
 def document_of(copy):
@@ -167,8 +168,10 @@ class MindRecordStage(Stage):
             return Transformed(docs.select("bucket", "id", *SEQUENCE_FIELDS, tokens.alias("_tokens"),
                                            copies.alias("_copies")),
                                self.shard_facts("sequences", seq_len, sequence_schema(seq_len)))
+        # A document is written whole: one over the limit is counted as an error, never sent to a worker.
+        docs = self.hold_back_long_texts(docs) if "text" in docs.columns else docs.withColumn(OVER_LIMIT, F.lit(None))
         columns = {c: (F.col(c) if c in docs.columns else F.lit(None)) for c in (*DOCUMENT_SCHEMA, "sample_id")}
-        rows = docs.select(F.col("bucket"), *[
+        rows = docs.select(F.col("bucket"), F.col(OVER_LIMIT).cast("long").alias(OVER_LIMIT), *[
             F.coalesce(columns["id"].cast("string"), F.lit("")).alias("id"),
             F.coalesce(columns["url"].cast("string"), F.lit("")).alias("url"),
             F.coalesce(columns["text"].cast("string"), F.lit("")).alias("text"),
@@ -200,18 +203,22 @@ class MindRecordStage(Stage):
             writers: Dict[int, FileWriter] = {}
             rows: Dict[int, int] = {}
             tokens: Dict[int, int] = {}
+            too_long: Dict[int, int] = {}
             with tempfile.TemporaryDirectory(prefix="corpusmill-mindrecord-", dir=scratch_root(scratch)) as local:
                 for batch in batches:
                     shards = batch.column("shard").to_numpy(zero_copy_only=False)
                     real = ~batch.column("_placeholder").to_numpy(zero_copy_only=False)
+                    held_back = (batch.column(OVER_LIMIT).is_valid().to_numpy(zero_copy_only=False)
+                                 if OVER_LIMIT in batch.schema.names else np.zeros(batch.num_rows, bool))
                     for shard in np.unique(shards).tolist():
                         if shard not in writers:
                             writer = FileWriter(os.path.join(local, shard_name(shard)), shard_num=1, overwrite=True)
                             writer.set_header_size(header_size)
                             writer.set_page_size(page_size)
                             writer.add_schema(schema, schema_name)
-                            writers[shard], rows[shard], tokens[shard] = writer, 0, 0
-                        part = batch.filter(pa.array((shards == shard) & real))
+                            writers[shard], rows[shard], tokens[shard], too_long[shard] = writer, 0, 0, 0
+                        too_long[shard] += int(((shards == shard) & real & held_back).sum())
+                        part = batch.filter(pa.array((shards == shard) & real & ~held_back))
                         if part.num_rows:
                             writers[shard].write_raw_data(mindrecord_rows(part, schema))
                             rows[shard] += part.num_rows
@@ -225,6 +232,7 @@ class MindRecordStage(Stage):
                                                   "file": [shard_name(b) for b in rows],
                                                   "rows": pa.array(list(rows.values()), pa.int64()),
                                                   "tokens": pa.array(list(tokens.values()), pa.int64()),
+                                                  "text_too_long": pa.array(list(too_long.values()), pa.int64()),
                                                   "_outcome": ["kept"] * len(rows)})
 
         rows = with_placeholders(balanced(out.rows, buckets), buckets)
@@ -232,8 +240,8 @@ class MindRecordStage(Stage):
         shards.coalesce(1).write.mode("overwrite").parquet(f"{tmp_dir}/shards")
 
     def count_outcomes(self, tmp_dir: str, schema) -> Dict[str, Dict[str, int]]:
-        total = self.spark.read.parquet(f"{tmp_dir}/shards").agg(F.sum("rows")).first()[0]
-        return {"kept": {"-": int(total or 0)}}
+        kept, too_long = self.spark.read.parquet(f"{tmp_dir}/shards").agg(F.sum("rows"), F.sum("text_too_long")).first()
+        return {"kept": {"-": int(kept or 0)}, **({"error": {TEXT_TOO_LONG: int(too_long)}} if too_long else {})}
 
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         shards = self.spark.read.parquet(f"{stage_dir}/shards").orderBy("shard").collect()

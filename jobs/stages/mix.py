@@ -14,7 +14,10 @@ Output:
   ``reject_value`` = the domain's planned epochs). Their ``text`` is not copied again (it is null
   here; the input still has it).
 
-Counts reconcile per document: ``records_in = kept (distinct documents) + rejected``; the extra rows
+* ``errors/`` — documents whose text is over ``io.max_text_chars`` (``error = text_too_long``): no
+  copies, no part of the plan.
+
+Counts reconcile per document: ``records_in = kept (distinct documents) + rejected + errors``; the extra rows
 of repeated documents are reported separately as ``repeat_rows`` (``rows_written = kept + repeat_rows``).
 """
 from contextlib import ExitStack
@@ -25,7 +28,7 @@ from pyspark.sql import functions as F
 
 from jobs.report.render import table
 from jobs.report.svg import paired_bar_chart
-from jobs.stage import Stage, Transformed
+from jobs.stage import OVER_LIMIT, Stage, Transformed, over_limit_as_errors
 from udfs.mix.mixture import (DomainPlan, DomainRules, MixConfig, copies_batch, effective_tokens, estimate_tokens,
                               plan_mixture)
 
@@ -100,15 +103,17 @@ class MixStage(Stage):
         def optional(column: str):
             return F.col(column) if column in docs.columns else F.lit(None).cast("string")
 
+        docs = self.hold_back_long_texts(docs)
         labelled = (docs.withColumn("domain", label(F.col("url"), optional("host"), optional("source")))
                     .withColumn("token_estimate", token_estimate(F.col("text"))))
-        totals = labelled.groupBy("domain").agg(F.count("*").alias("docs"),
+        # A text over the limit is no part of the plan, and becomes one error row (no copies).
+        totals = labelled.where(F.col(OVER_LIMIT).isNull()).groupBy("domain").agg(F.count("*").alias("docs"),
                                                 F.sum("token_estimate").alias("tokens")).collect()
         plan = plan_mixture({r["domain"]: int(r["tokens"] or 0) for r in totals},
                             {r["domain"]: int(r["docs"]) for r in totals}, cfg)
 
         epochs = F.create_map(*[x for name, p in plan.items() for x in (F.lit(name), F.lit(float(p.epochs)))])
-        n = copies(F.col("id"), epochs[F.col("domain")])
+        n = F.when(F.col(OVER_LIMIT).isNull(), copies(F.col("id"), epochs[F.col("domain")])).otherwise(F.lit(0))
         sampled = labelled.withColumn("_copies", n).withColumn("_planned_epochs", epochs[F.col("domain")])
         # One row per copy; a document with no copy stays as one rejected row (epoch 0).
         rows = sampled.withColumn("epoch", F.explode(
@@ -125,6 +130,7 @@ class MixStage(Stage):
                 # The runner counts records by _count: repeats are rows, not extra documents.
                 .withColumn("_count", F.when(F.col("epoch") == 0, F.lit(1)).otherwise(F.lit(0)).cast("long"))
                 .drop("_copies", "_planned_epochs"))
+        rows = over_limit_as_errors(rows)
         # One task per bucket, its rows in hash order (the write's partitioning keeps that order).
         rows = (rows.repartition(cfg.buckets, "bucket")
                 .sortWithinPartitions("_outcome", "bucket", F.xxhash64("sample_id")))

@@ -16,12 +16,13 @@ and hard cuts) — the audit trail from every token back to its document. ``kept
 columns (the bookkeeping columns of the write are dropped from it).
 
 Counts reconcile per document: each sequence counts the documents whose last piece (with EOS) it
-holds, so ``records_in = documents packed + rejected (empty text) + errors``.
+holds, so ``records_in = documents packed + rejected (empty text) + errors`` (a text over
+``io.max_text_chars`` is an error, ``text_too_long``, and never tokenized).
 """
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import Iterator, List, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +32,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from jobs.fs import HadoopFS
 from jobs.stages.mix import copy_bucket
-from jobs.stage import Stage, Transformed, bookkeeping_fields, drop_bookkeeping
+from jobs.stage import OVER_LIMIT, TEXT_TOO_LONG, Stage, Transformed, bookkeeping_fields, drop_bookkeeping
 from udfs.pack.packing import PackConfig, PackedSequence, SequencePacker
 from udfs.pack.tokenizer import cached_tokenizer
 
@@ -72,8 +73,8 @@ def sequences_batch(packed: List[Tuple[int, PackedSequence]]) -> pa.RecordBatch:
     ], schema=PACK_SCHEMA)
 
 
-def dropped_row(sample_id: str, bucket: int, outcome: str, reason: str) -> dict:
-    return {"id": sample_id, "bucket": bucket, "_count": 1, "_outcome": outcome,
+def dropped_row(sample_id: str, bucket: int, outcome: str, reason: str, value: Optional[str] = None) -> dict:
+    return {"id": sample_id, "bucket": bucket, "_count": 1, "_outcome": outcome, "reject_value": value,
             **({"reject_rule": reason} if outcome == "rejected" else {"error": reason})}
 
 
@@ -106,9 +107,9 @@ class PackStage(Stage):
         sample_id = F.col("sample_id") if "sample_id" in docs.columns else F.col("id")
         domain = F.col("domain") if "domain" in docs.columns else F.lit("")
         epoch = F.coalesce(F.col("epoch"), F.lit(0)) if "epoch" in docs.columns else F.lit(0)
-        rows = docs.select(F.col("id").alias("doc_id"), sample_id.alias("sample_id"),
-                           F.coalesce(domain, F.lit("")).alias("domain"), epoch.cast("int").alias("epoch"),
-                           F.col("text"))
+        rows = self.hold_back_long_texts(docs).select(
+            F.col("id").alias("doc_id"), sample_id.alias("sample_id"), F.coalesce(domain, F.lit("")).alias("domain"),
+            epoch.cast("int").alias("epoch"), F.col("text"), F.col(OVER_LIMIT))
         # One task per bucket; within it the rows in an order fixed by a hash of the sample id.
         rows = (rows.withColumn("bucket", copy_bucket(F.col("doc_id"), F.col("epoch"), buckets))
                 .repartition(buckets, "bucket").sortWithinPartitions("bucket", F.xxhash64("sample_id")))
@@ -118,9 +119,11 @@ class PackStage(Stage):
             done: List[Tuple[int, PackedSequence]] = []
             for batch in batches:
                 data = batch.to_pydict()
-                texts = data["text"]
-                dropped = [dropped_row(data["sample_id"][i], data["bucket"][i], "rejected", EMPTY)
-                           for i, text in enumerate(texts) if not text]
+                texts, over_limit = data["text"], data[OVER_LIMIT]
+                dropped = [dropped_row(data["sample_id"][i], data["bucket"][i], "error", TEXT_TOO_LONG, str(chars))
+                           for i, chars in enumerate(over_limit) if chars is not None]
+                dropped += [dropped_row(data["sample_id"][i], data["bucket"][i], "rejected", EMPTY)
+                            for i, text in enumerate(texts) if not text and over_limit[i] is None]
                 live = [i for i, text in enumerate(texts) if text]
                 tokenizer = cached_tokenizer(cfg.tokenizer)
                 for i, ids in zip(live, tokenizer.encode_batch([texts[i] for i in live])):

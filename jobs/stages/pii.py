@@ -8,7 +8,8 @@ the Presidio analyzer is built once per Python worker). The stage owns the scrub
 scrubbed ``url`` and ``url_pii`` (e-mails, tokens, IDs in its path, query and fragment: typed
 placeholders, ``?email=<EMAIL>``; scheme and host kept). A document the analyzer cannot finish (a
 recognizer past its time limit, a document over ``max_doc_chars``, a malformed URL, an unexpected
-failure) goes to ``errors/`` with the reason in ``error``, its URL scrubbed where it could be and no
+failure) goes to ``errors/`` with the reason in ``error`` (a text over ``io.max_text_chars`` is
+``text_too_long`` before the analyzer sees it), its URL scrubbed where it could be and no
 text (the raw text stays in the earlier stage's output, the audit trail), and the job goes on.
 ``_stats.json`` gets the replacements per type (``pii_replaced``, ``url_pii_replaced``); no original
 value is ever logged or counted.
@@ -24,7 +25,7 @@ from pyspark.sql import functions as F
 from jobs.fs import HadoopFS
 from jobs.report.svg import bar_chart
 from jobs.transforms.scrub import scrubbed
-from jobs.stage import Stage, Transformed
+from jobs.stage import Stage, Transformed, over_limit_as_errors
 from udfs.pii.scrub import PiiConfig
 
 
@@ -63,7 +64,7 @@ class PiiStage(Stage):
         return "<h2>PII replaced, per type</h2>" + "".join(charts) if charts else ""
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
-        return Transformed(scrubbed(docs, self.settings))
+        return Transformed(over_limit_as_errors(scrubbed(self.hold_back_long_texts(docs), self.settings)))
 
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         """Values replaced per type (in the text and in the URL), and how many kept documents had any."""

@@ -30,7 +30,7 @@ from pyspark.sql.functions import pandas_udf
 from jobs.fs import HadoopFS
 from jobs.report.render import number
 from jobs.report.svg import KEPT_COLOUR, REJECTED_COLOUR, histogram
-from jobs.stage import MARKER, OUTCOMES, Stage, Transformed, drop_bookkeeping
+from jobs.stage import MARKER, OUTCOMES, OVER_LIMIT, Stage, Transformed, drop_bookkeeping, over_limit_as_errors
 from scoring_service.client import LocalService
 from scoring_service.artifacts import read_info
 from udfs.common.config import ConfigError
@@ -110,6 +110,7 @@ class ScoreStage(Stage):
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
         settings = self.settings
+        docs = self.hold_back_long_texts(docs)
         reuse = settings.reuse_scores and SCORE in docs.columns
         # Re-thresholding a scored dataset needs neither the model nor the service.
         to_score = not reuse or docs.where(F.col(SCORE).isNull()).limit(1).count() > 0
@@ -139,7 +140,11 @@ class ScoreStage(Stage):
                     yield score_texts(texts, previous if reuse else None, scorer, settings.on_failure)
 
             previous = F.col(SCORE).cast("float") if reuse else F.lit(None).cast("float")
-            scored = docs.withColumn(SCORE, quality_score(F.col("text"), previous))
+            # A held-back text is sent as "" (its score is dropped below): the service never sees it.
+            text = F.coalesce(F.col("text"), F.when(F.col(OVER_LIMIT).isNotNull(), F.lit("")))
+            scored = docs.withColumn(SCORE, quality_score(text, previous))
+        # A text over the limit is not scored (a score it kept from an earlier run goes too).
+        scored = scored.withColumn(SCORE, F.when(F.col(OVER_LIMIT).isNull(), F.col(SCORE)))
         value = F.col(SCORE)
         rows = (scored
                 .withColumn("_outcome", F.when(value.isNull(), "error")
@@ -147,7 +152,7 @@ class ScoreStage(Stage):
                 .withColumn("reject_rule", F.when(F.col("_outcome") == "rejected", F.lit(REJECT_RULE)))
                 .withColumn("reject_value", F.when(F.col("_outcome") == "rejected", value.cast("double")))
                 .withColumn("error", F.when(F.col("_outcome") == "error", F.lit(SCORE_UNAVAILABLE))))
-        return Transformed(rows, {"threshold": threshold, "model": {k: model.get(k) for k in ("name", "version")}})
+        return Transformed(over_limit_as_errors(rows), {"threshold": threshold, "model": {k: model.get(k) for k in ("name", "version")}})
 
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         fs = HadoopFS(self.spark)

@@ -16,6 +16,7 @@ from typing import Dict
 from pyspark.sql import types as T
 
 from jobs.fs import HadoopFS
+from jobs.runner import read_marker
 from jobs.stage import MARKER
 from udfs.common.config import ConfigError
 from udfs.dedup.minhash import DedupConfig
@@ -43,9 +44,10 @@ def open_index(fs: HadoopFS, entry: str, settings: DedupConfig) -> EarlierIndex:
     if stage_dir is None:
         raise ConfigError(f"dedup.against: no dedup index at {entry} (a finished dedup stage writes "
                           f"<run>/dedup/{INDEX}/)")
-    if not fs.exists(f"{stage_dir}/{MARKER}"):
-        raise ConfigError(f"dedup.against: the dedup stage at {stage_dir} did not finish (no {MARKER})")
-    marker = fs.read_json(f"{stage_dir}/{MARKER}")
+    marker = read_marker(fs, f"{stage_dir}/{MARKER}")
+    if marker is None or not isinstance(marker.get("fingerprint"), str):
+        raise ConfigError(f"dedup.against: the dedup stage at {stage_dir} did not finish (its {MARKER} is "
+                          f"missing or damaged)")
     listed = {rel: size for rel, size in marker["files"].items() if rel.startswith(f"{INDEX}/")}
     present = {f"{INDEX}/{rel}": size for rel, size in fs.list_files(f"{stage_dir}/{INDEX}").items()}
     if listed != present:

@@ -1,6 +1,5 @@
 """Progress within a stage: chunks committed one by one, a killed driver resumes at the first
 unfinished chunk, and the result is the same as an uninterrupted run."""
-import hashlib
 import json
 import os
 import subprocess
@@ -9,12 +8,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from warcio.archiveiterator import ArchiveIterator
-from warcio.warcwriter import WARCWriter
 
 from conftest import ROOT
 from jobs import config
 from jobs.pipeline import run_pipeline
+from run_outputs import fingerprint_of_output, split_sample_warcs
 
 pytestmark = pytest.mark.spark
 FILES = 40
@@ -46,22 +44,7 @@ sys.exit(main(sys.argv[1:]))
 
 @pytest.fixture(scope="module")
 def warc_dir(tmp_path_factory) -> Path:
-    """The sample's records spread over 40 small WARC files."""
-    folder = tmp_path_factory.mktemp("warcs")
-    writers = []
-    for i in range(FILES):
-        stream = open(folder / f"part-{i:02d}.warc.gz", "wb")
-        writers.append((stream, WARCWriter(stream, gzip=True)))
-    n = 0
-    for source in sorted((ROOT / "data" / "sample").glob("*.warc.gz")):
-        with open(source, "rb") as stream:
-            for record in ArchiveIterator(stream):
-                writers[n % FILES][1].write_record(record)
-                n += 1
-    for stream, _ in writers:
-        stream.close()
-    assert n >= FILES
-    return folder
+    return split_sample_warcs(tmp_path_factory.mktemp("warcs"), FILES)
 
 
 @pytest.fixture(scope="module")
@@ -69,19 +52,6 @@ def chunk_conf(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("conf") / "chunks.yaml"
     path.write_text(f"include: {ROOT / 'conf' / 'local.yaml'}\nio:\n  chunk_files: {CHUNK_FILES}\n")
     return path
-
-
-def fingerprint_of_output(spark, stage_dir: Path):
-    """Ids, row counts and a checksum of the text of every outcome folder."""
-    result = {}
-    for folder in ("kept", "rejected", "errors", "skipped"):
-        if (stage_dir / folder).exists():
-            rows = spark.read.parquet(str(stage_dir / folder)).select("id", "text").collect()
-            digest = hashlib.sha256()
-            for row in sorted(rows, key=lambda r: (r["id"], r["text"] or "")):
-                digest.update(f"{row['id']}\0{row['text'] or ''}\n".encode())
-            result[folder] = (len(rows), digest.hexdigest())
-    return result
 
 
 def run_killed(tmp_path: Path, conf: Path, inputs: Path, stage: str, committed: int) -> Path:
@@ -133,7 +103,8 @@ def test_killed_extract_resumes_at_the_first_unfinished_chunk_with_the_same_outp
     lines = []
     stats = run_pipeline(spark, config.load(str(chunk_conf)), [str(warc_dir)], ["extract"], str(tmp_path), "r",
                          echo=lines.append)
-    assert "resuming: 3 of 10 chunks were committed earlier" in lines[0]
+    assert "taking over" in lines[0] and "its lease expired or its process is gone" in lines[0]  # the killed driver's
+    assert "resuming: 3 of 10 chunks were committed earlier" in lines[1]
     redone = [line for line in lines if "extract: chunk" in line]
     assert len(redone) == 7  # 28 of the 40 files read again, not 40
     assert stats[0]["reconciled"] and stats[0]["records_in"] == uninterrupted[1][0]["records_in"] > 80
@@ -154,7 +125,7 @@ def test_killed_pii_resumes_its_chunks_and_matches_an_uninterrupted_run(spark, u
 
     lines = []
     pii = run_pipeline(spark, cfg, [str(docs)], ["pii"], str(tmp_path), "r", echo=lines.append)[0]
-    assert "pii: resuming: 1 of 3 chunks were committed earlier" in lines[0]
+    assert "pii: resuming: 1 of 3 chunks were committed earlier" in lines[1]
     assert sum("pii: chunk" in line for line in lines) == 2
     assert pii["chunks"] == 3 and pii["reconciled"] and pii["records_in"] == whole["records_in"]
     assert pii["kept"] == whole["kept"] and pii["pii_replaced"] == whole["pii_replaced"]
@@ -190,7 +161,7 @@ def test_killed_dedup_resumes_its_signature_chunks_and_clusters_as_an_unchunked_
     lines = []
     dedup = run_pipeline(spark, config.load(str(conf)), [str(docs)], ["dedup"], str(tmp_path), "r",
                          echo=lines.append)[0]
-    assert "dedup: resuming: 1 of 3 chunks were committed earlier" in lines[0]
+    assert "dedup: resuming: 1 of 3 chunks were committed earlier" in lines[1]
     assert sum("dedup: chunk" in line for line in lines) == 2  # signatures of 4 of the 6 files computed again
     assert dedup["chunks"] == 3 and dedup["reconciled"] and dedup["records_in"] == whole["records_in"]
     assert (dedup["kept"], dedup["rejected"]) == (whole["kept"], whole["rejected"])

@@ -30,7 +30,7 @@ def test_every_shipped_stage_is_found_in_its_declared_order():
 
 def test_the_config_has_one_section_per_declared_stage():
     sections = [f.name for f in dataclasses.fields(config.PipelineConfig)]
-    assert sections == ["output", "run", "spark", "io", *registry.stage_order()]
+    assert sections == ["output", "run", "spark", "io", "lease", *registry.stage_order()]
     for cls in registry.stages():
         assert isinstance(getattr(config.load(), cls.name), cls.config)
 
