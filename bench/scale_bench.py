@@ -19,11 +19,20 @@ driver, the JVM, the Python workers and the scoring service. Results go to
 ``bench/work/scale-results-<time>.json`` and are printed as a Markdown table per size plus the growth
 from the smallest to the largest size (time per document should stay flat, memory per process too).
 The shared corpora are read from ``../shared`` into the git-ignored work folder only.
+
+    python bench/scale_bench.py --sizes 30000 --stages pack score mindrecord --baseline /tmp/base
+
+``--stages`` runs only those stages, on the run folder of an earlier run at that size (the stages
+before them stay as they are). ``--baseline`` names another source tree (e.g. ``git archive`` of an
+earlier commit, with its compiled modules): each stage then runs twice, with that tree's code into
+the run folder ``baseline`` and right after with this tree's into ``r``, so that before and after
+share one window of a busy machine; the tables show both.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import shutil
@@ -153,45 +162,74 @@ def build_warc(size: int, files: int, duplicate_fraction: float) -> Tuple[Path, 
 
 # ---------------------------------------------------------------- the run
 
-def run_size(size: int, files: int, duplicate_fraction: float) -> dict:
+def run_stage(stage: str, out: Path, run: str, warc: Path, code: Path) -> dict:
+    """One ``corpusmill run --stages <stage>`` process with the code of the source tree ``code``."""
+    command = [sys.executable, "-m", "jobs.cli", "run", "--output", str(out), "--run", run, "--stages", stage]
+    if stage == "extract":
+        command += ["--input", str(warc)]
+    env = dict(os.environ, PYTHONPATH=str(code))  # ahead of the editable install's path
+    measured = measure_tree(command, env=env, cwd=str(code))
+    if measured["returncode"] != 0:
+        raise SystemExit(f"{stage} ({code}) failed:\n{measured['output'][-4000:]}")
+    stats = json.loads((out / run / stage / "_stats.json").read_text())
+    records_in = stats["records_in"]
+    if stage == "extract":  # pages: the WARC's responses, not its request/metadata records
+        records_in -= sum(stats["skipped"].values())
+    return {"stage": stage, "code": str(code), "records_in": records_in, "kept": stats["kept"],
+            "rejected": sum(stats["rejected"].values()), "stage_wall_s": stats["wall_s"],
+            "docs_per_s": round(records_in / stats["wall_s"], 1) if stats["wall_s"] else None,
+            "cpu_ms_per_doc": round(1000 * measured["tree_cpu_s"] / max(records_in, 1), 2),
+            "process_wall_s": measured["wall_s"], "peak_rss_mb": measured["peak_rss_mb_by_role"],
+            "load_1min": round(os.getloadavg()[0], 2),
+            "dedup_rejected": stats["rejected"] if stage == "dedup" else None}
+
+
+def run_size(size: int, files: int, duplicate_fraction: float, stages: List[str], baseline) -> dict:
     warc, planted = build_warc(size, files, duplicate_fraction)
     out = WORK / f"scale-{size}" / "out"
-    shutil.rmtree(out, ignore_errors=True)  # a finished stage would be skipped, not measured
-    rows = []
-    for stage in STAGES:
-        command = [sys.executable, "-m", "jobs.cli", "run", "--output", str(out), "--run", "r", "--stages", stage]
-        if stage == "extract":
-            command += ["--input", str(warc)]
-        measured = measure_tree(command)
-        if measured["returncode"] != 0:
-            raise SystemExit(f"{stage} failed:\n{measured['output'][-4000:]}")
-        stats = json.loads((out / "r" / stage / "_stats.json").read_text())
-        records_in = stats["records_in"]
-        if stage == "extract":  # pages: the WARC's responses, not its request/metadata records
-            records_in -= sum(stats["skipped"].values())
-        rows.append({"stage": stage, "records_in": records_in, "kept": stats["kept"],
-                     "rejected": sum(stats["rejected"].values()), "stage_wall_s": stats["wall_s"],
-                     "docs_per_s": round(records_in / stats["wall_s"], 1) if stats["wall_s"] else None,
-                     "cpu_ms_per_doc": round(1000 * measured["tree_cpu_s"] / max(records_in, 1), 2),
-                     "process_wall_s": measured["wall_s"], "peak_rss_mb": measured["peak_rss_mb_by_role"],
-                     "dedup_rejected": stats["rejected"] if stage == "dedup" else None})
-        print(f"  {size}: {stage:>10} {records_in:>7} in, {rows[-1]['docs_per_s']} docs/s, "
-              f"{rows[-1]['cpu_ms_per_doc']} CPU ms/doc, peak MB {measured['peak_rss_mb_by_role']}", flush=True)
-    return {"size": size, "planted": planted, "stages": rows}
+    earlier = STAGES[:STAGES.index(stages[0])]
+    if not earlier:
+        shutil.rmtree(out, ignore_errors=True)  # a finished stage would be skipped, not measured
+    for run in ("r", "baseline") if baseline else ("r",):
+        for stage in STAGES:
+            folder = out / run / stage
+            if stage in earlier and not folder.exists():
+                if run == "r":
+                    raise SystemExit(f"--stages: {stage} has not run in {out / run}; run the stages before "
+                                     f"{stages[0]} first")
+                shutil.copytree(out / "r" / stage, folder)  # the baseline starts from the same input
+            elif stage not in earlier:
+                shutil.rmtree(folder, ignore_errors=True)
+    rows, before = [], []
+    for stage in stages:
+        if baseline:
+            before.append(run_stage(stage, out, "baseline", warc, baseline))
+        rows.append(run_stage(stage, out, "r", warc, ROOT))
+        for row, label in zip((*before[-1:], rows[-1]), ("baseline", "this") if baseline else ("this",)):
+            print(f"  {size}: {stage:>10} {label:>8} {row['records_in']:>7} in, {row['docs_per_s']} docs/s, "
+                  f"{row['cpu_ms_per_doc']} CPU ms/doc, peak MB {row['peak_rss_mb']}, load {row['load_1min']}",
+                  flush=True)
+    return {"size": size, "planted": planted, "stages": rows, "baseline": before}
 
 
 def table(result: dict) -> str:
     lines = [f"**{result['size']:,} distinct pages** (+ planted duplicates: {result['planted']['exact_copies']:,} "
              f"exact, {result['planted']['near_copies']:,} near)", "",
-             "| stage | docs in | docs/s | CPU ms/doc | driver MB | JVM MB | Python workers MB | service MB |",
-             "|---|---|---|---|---|---|---|---|"]
-    for row in result["stages"]:
-        peak = row["peak_rss_mb"]
-        lines.append(f"| {row['stage']} | {row['records_in']:,} | {row['docs_per_s']} | {row['cpu_ms_per_doc']} | "
-                     f"{peak['driver']} | {peak['jvm']} | {peak['python_workers']} | {peak['scoring_service'] or '-'} |")
-    dedup = next(row["dedup_rejected"] for row in result["stages"] if row["stage"] == "dedup")
-    lines += ["", f"dedup rejected {dedup} (planted: {result['planted']['exact_copies']:,} exact, "
-                  f"{result['planted']['near_copies']:,} near copies)"]
+             "| stage | code | docs in | docs/s | CPU ms/doc | driver MB | JVM MB | Python workers MB | service MB "
+             "| load |", "|---|---|---|---|---|---|---|---|---|---|"]
+    before = {row["stage"]: row for row in result["baseline"]}
+    for after in result["stages"]:
+        for row, label in ((before.get(after["stage"]), "baseline"), (after, "this")):
+            if row is None:
+                continue
+            peak = row["peak_rss_mb"]
+            lines.append(f"| {row['stage']} | {label} | {row['records_in']:,} | {row['docs_per_s']} | "
+                         f"{row['cpu_ms_per_doc']} | {peak['driver']} | {peak['jvm']} | {peak['python_workers']} | "
+                         f"{peak['scoring_service'] or '-'} | {row['load_1min']} |")
+    dedup = next((row["dedup_rejected"] for row in result["stages"] if row["stage"] == "dedup"), None)
+    if dedup is not None:
+        lines += ["", f"dedup rejected {dedup} (planted: {result['planted']['exact_copies']:,} exact, "
+                      f"{result['planted']['near_copies']:,} near copies)"]
     return "\n".join(lines)
 
 
@@ -213,10 +251,16 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[25000, 100000])
     parser.add_argument("--files", type=int, default=16, help="WARC part files (extract runs one task per file)")
     parser.add_argument("--duplicates", type=float, default=0.1, help="planted duplicates, as a fraction of the size")
+    parser.add_argument("--stages", nargs="+", choices=STAGES, default=STAGES,
+                        help="only these stages, on the run folder of an earlier run at each size")
+    parser.add_argument("--baseline", type=Path,
+                        help="another source tree: each stage runs with its code too, just before this tree's")
     args = parser.parse_args()
+    stages = [stage for stage in STAGES if stage in args.stages]
+    baseline = args.baseline.resolve() if args.baseline else None
     results = []
     for size in sorted(args.sizes):
-        results.append(run_size(size, args.files, args.duplicates))
+        results.append(run_size(size, args.files, args.duplicates, stages, baseline))
         print(table(results[-1]) + "\n", flush=True)
     if len(results) > 1:
         print(growth(results[0], results[-1]))

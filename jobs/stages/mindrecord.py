@@ -42,6 +42,7 @@ from pyspark.sql import functions as F
 
 from jobs.fs import HadoopFS
 from jobs.stage import OVER_LIMIT, TEXT_TOO_LONG, Stage, Transformed
+from jobs.stages.mix import one_task_per_bucket
 from udfs.common.config import ConfigError
 from udfs.mindrecord.records import (COPY_SUFFIX, DOCUMENT_SCHEMA, MANIFEST, MISSING_SCORE, SEQUENCE_FIELDS,
                                      MindRecordConfig, balance_plan, check_compatible, check_reachable, is_remote,
@@ -236,7 +237,7 @@ class MindRecordStage(Stage):
                                                   "_outcome": ["kept"] * len(rows)})
 
         rows = with_placeholders(balanced(out.rows, buckets), buckets)
-        shards = rows.repartition(buckets, "shard").mapInArrow(write_shards, SHARDS_SCHEMA)
+        shards = one_task_per_bucket(rows, "shard", buckets).mapInArrow(write_shards, SHARDS_SCHEMA)
         shards.coalesce(1).write.mode("overwrite").parquet(f"{tmp_dir}/shards")
 
     def count_outcomes(self, tmp_dir: str, schema) -> Dict[str, Dict[str, int]]:

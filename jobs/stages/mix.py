@@ -41,6 +41,21 @@ def copy_bucket(doc_id, epoch, buckets: int):
     return F.pmod(F.pmod(F.xxhash64(doc_id), F.lit(buckets)) + epoch, F.lit(buckets)).cast("int")
 
 
+def one_task_per_bucket(rows: DataFrame, column: str, buckets: int) -> DataFrame:
+    """``rows`` in ``buckets`` partitions, partition ``k`` holding exactly the rows whose ``column`` is
+    ``k`` (0 <= k < buckets). ``repartition(buckets, column)`` spreads small integers by their Murmur3
+    hash, which leaves some partitions empty and gives others two or three buckets, done one after
+    another by one task; here each bucket is hashed as a key Spark's own hash puts in its partition."""
+    candidates = rows.sparkSession.range(64 * buckets).select(F.col("id").cast("int").alias("key"))
+    found = (candidates.groupBy(F.pmod(F.hash("key"), F.lit(buckets)).alias("partition"))
+             .agg(F.min("key").alias("key")).collect())
+    key_of = {row["partition"]: row["key"] for row in found}
+    if len(key_of) < buckets:  # never seen: 64 candidates per partition miss one with odds ~ buckets·e^-64
+        raise RuntimeError(f"no hash key found for every one of {buckets} buckets")
+    keys = F.array(*[F.lit(key_of[k]) for k in range(buckets)])
+    return rows.repartition(buckets, F.element_at(keys, (F.col(column) + 1).cast("int")))
+
+
 class MixStage(Stage):
     name = "mix"
     config = MixConfig
@@ -132,7 +147,7 @@ class MixStage(Stage):
                 .drop("_copies", "_planned_epochs"))
         rows = over_limit_as_errors(rows)
         # One task per bucket, its rows in hash order (the write's partitioning keeps that order).
-        rows = (rows.repartition(cfg.buckets, "bucket")
+        rows = (one_task_per_bucket(rows, "bucket", cfg.buckets)
                 .sortWithinPartitions("_outcome", "bucket", F.xxhash64("sample_id")))
         return Transformed(rows, {"plan": plan})
 

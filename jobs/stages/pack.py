@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from jobs.fs import HadoopFS
-from jobs.stages.mix import copy_bucket
+from jobs.stages.mix import copy_bucket, one_task_per_bucket
 from jobs.stage import OVER_LIMIT, TEXT_TOO_LONG, Stage, Transformed, bookkeeping_fields, drop_bookkeeping
 from udfs.pack.packing import PackConfig, PackedSequence, SequencePacker
 from udfs.pack.tokenizer import cached_tokenizer
@@ -111,8 +111,8 @@ class PackStage(Stage):
             F.col("id").alias("doc_id"), sample_id.alias("sample_id"), F.coalesce(domain, F.lit("")).alias("domain"),
             epoch.cast("int").alias("epoch"), F.col("text"), F.col(OVER_LIMIT))
         # One task per bucket; within it the rows in an order fixed by a hash of the sample id.
-        rows = (rows.withColumn("bucket", copy_bucket(F.col("doc_id"), F.col("epoch"), buckets))
-                .repartition(buckets, "bucket").sortWithinPartitions("bucket", F.xxhash64("sample_id")))
+        rows = rows.withColumn("bucket", copy_bucket(F.col("doc_id"), F.col("epoch"), buckets))
+        rows = one_task_per_bucket(rows, "bucket", buckets).sortWithinPartitions("bucket", F.xxhash64("sample_id"))
 
         def pack_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             packer, bucket = None, None

@@ -10,7 +10,7 @@ from conftest import ROOT
 from corpus_docs import all_domains, news_articles, wiki_articles
 from jobs import config
 from udfs.common.config import ConfigError
-from jobs.stages.mix import DOWNSAMPLED, MixStage
+from jobs.stages.mix import DOWNSAMPLED, MixStage, one_task_per_bucket
 from jobs.config import PipelineConfig
 from jobs.runner import run_stage
 from udfs.mix.mixture import (DomainConfig, DomainRules, MixConfig, copies_of, effective_tokens, estimate_tokens,
@@ -193,3 +193,15 @@ def test_copies_of_a_document_take_distinct_buckets(spark, mixed):
     repeated = [found for found in buckets_of.values() if 1 < len(found) <= MIX["buckets"]]
     assert len(repeated) >= 5
     assert all(len(set(found)) == len(found) for found in repeated)
+
+
+@pytest.mark.parametrize("buckets", [1, 8, 64])
+def test_each_bucket_is_one_whole_partition(spark, buckets):
+    """Partition k holds bucket k and nothing else, where a plain repartition by the bucket number
+    leaves partitions empty and gives others several buckets."""
+    from pyspark.sql import functions as F
+
+    rows = spark.range(50 * buckets).select((F.col("id") % buckets).cast("int").alias("bucket"), "id")
+    placed = (one_task_per_bucket(rows, "bucket", buckets)
+              .select("bucket", F.spark_partition_id().alias("partition")).distinct().collect())
+    assert sorted((r["partition"], r["bucket"]) for r in placed) == [(b, b) for b in range(buckets)]
