@@ -24,9 +24,9 @@ The shared corpora are read from ``../shared`` into the git-ignored work folder 
 
 ``--stages`` runs only those stages, on the run folder of an earlier run at that size (the stages
 before them stay as they are). ``--baseline`` names another source tree (e.g. ``git archive`` of an
-earlier commit, with its compiled modules): each stage then runs twice, with that tree's code into
-the run folder ``baseline`` and right after with this tree's into ``r``, so that before and after
-share one window of a busy machine; the tables show both.
+earlier commit, with its compiled modules): each stage then runs four times in one window of a busy
+machine, that tree's code into the run folder ``baseline``, this tree's twice into ``r``, that tree's
+again; the tables show the mean of each pair.
 """
 from __future__ import annotations
 
@@ -164,6 +164,7 @@ def build_warc(size: int, files: int, duplicate_fraction: float) -> Tuple[Path, 
 
 def run_stage(stage: str, out: Path, run: str, warc: Path, code: Path) -> dict:
     """One ``corpusmill run --stages <stage>`` process with the code of the source tree ``code``."""
+    shutil.rmtree(out / run / stage, ignore_errors=True)  # a finished stage would be skipped, not measured
     command = [sys.executable, "-m", "jobs.cli", "run", "--output", str(out), "--run", run, "--stages", stage]
     if stage == "extract":
         command += ["--input", str(warc)]
@@ -182,6 +183,15 @@ def run_stage(stage: str, out: Path, run: str, warc: Path, code: Path) -> dict:
             "process_wall_s": measured["wall_s"], "peak_rss_mb": measured["peak_rss_mb_by_role"],
             "load_1min": round(os.getloadavg()[0], 2),
             "dedup_rejected": stats["rejected"] if stage == "dedup" else None}
+
+
+def mean_of(a: dict, b: dict) -> dict:
+    """Two runs of one stage as one row: mean times, the higher peak memory."""
+    row = dict(a)
+    for key in ("docs_per_s", "cpu_ms_per_doc", "stage_wall_s", "process_wall_s", "load_1min"):
+        row[key] = round((a[key] + b[key]) / 2, 2)
+    row["peak_rss_mb"] = {role: max(a["peak_rss_mb"][role], b["peak_rss_mb"][role]) for role in a["peak_rss_mb"]}
+    return row
 
 
 def run_size(size: int, files: int, duplicate_fraction: float, stages: List[str], baseline) -> dict:
@@ -203,8 +213,14 @@ def run_size(size: int, files: int, duplicate_fraction: float, stages: List[str]
     rows, before = [], []
     for stage in stages:
         if baseline:
-            before.append(run_stage(stage, out, "baseline", warc, baseline))
-        rows.append(run_stage(stage, out, "r", warc, ROOT))
+            # baseline, this, this, baseline: the second of two runs back to back is the slower one
+            # (by up to a quarter here), whichever code it runs; the means cancel that out.
+            first = run_stage(stage, out, "baseline", warc, baseline)
+            this = [run_stage(stage, out, "r", warc, ROOT) for _ in range(2)]
+            before.append(mean_of(first, run_stage(stage, out, "baseline", warc, baseline)))
+            rows.append(mean_of(*this))
+        else:
+            rows.append(run_stage(stage, out, "r", warc, ROOT))
         for row, label in zip((*before[-1:], rows[-1]), ("baseline", "this") if baseline else ("this",)):
             print(f"  {size}: {stage:>10} {label:>8} {row['records_in']:>7} in, {row['docs_per_s']} docs/s, "
                   f"{row['cpu_ms_per_doc']} CPU ms/doc, peak MB {row['peak_rss_mb']}, load {row['load_1min']}",

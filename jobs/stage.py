@@ -235,13 +235,18 @@ class Stage:
         for outcome, column in self.reason_columns.items():
             if column in written.columns:
                 reason = F.when(F.col("_outcome") == outcome, F.col(column).cast("string")).otherwise(reason)
-        # A row may stand for several records (``_count``: e.g. per-file counts of skipped records).
-        weight = F.col("_count") if "_count" in written.columns else F.lit(1)
-        rows = written.groupBy("_outcome", reason.alias("reason")).agg(F.sum(weight).alias("n")).collect()
+        rows = (written.groupBy("_outcome", reason.alias("reason")).agg(F.sum(self.records_of(written)).alias("n"))
+                .collect())
         counts: Dict[str, Dict[str, int]] = {}
         for row in rows:
             counts.setdefault(row["_outcome"], {})[row["reason"] or "-"] = int(row["n"])
         return counts
+
+    @staticmethod
+    def records_of(written: DataFrame) -> Column:
+        """The input records a written row stands for: one, or ``_count`` (e.g. per-file counts of
+        skipped records)."""
+        return F.col("_count") if "_count" in written.columns else F.lit(1)
 
     def extra_stats(self, stage_dir: str, facts: Dict[str, Any]) -> dict:
         """Stage-specific figures for _stats.json, computed from the written output."""

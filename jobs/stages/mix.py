@@ -41,17 +41,31 @@ def copy_bucket(doc_id, epoch, buckets: int):
     return F.pmod(F.pmod(F.xxhash64(doc_id), F.lit(buckets)) + epoch, F.lit(buckets)).cast("int")
 
 
+def _spark_hash_int(value: int) -> int:
+    """``F.hash`` of an int column (Murmur3 x86 32-bit, seed 42), the hash Spark's hash partitioning
+    takes the partition from; computed here so that no job is run to learn it."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+    k = rotl((value * 0xCC9E2D51) & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
+    h = (rotl(42 ^ k, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h ^= 4
+    h = ((h ^ (h >> 16)) * 0x85EBCA6B) & 0xFFFFFFFF
+    h = ((h ^ (h >> 13)) * 0xC2B2AE35) & 0xFFFFFFFF
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
 def one_task_per_bucket(rows: DataFrame, column: str, buckets: int) -> DataFrame:
     """``rows`` in ``buckets`` partitions, partition ``k`` holding exactly the rows whose ``column`` is
     ``k`` (0 <= k < buckets). ``repartition(buckets, column)`` spreads small integers by their Murmur3
     hash, which leaves some partitions empty and gives others two or three buckets, done one after
-    another by one task; here each bucket is hashed as a key Spark's own hash puts in its partition."""
-    candidates = rows.sparkSession.range(64 * buckets).select(F.col("id").cast("int").alias("key"))
-    found = (candidates.groupBy(F.pmod(F.hash("key"), F.lit(buckets)).alias("partition"))
-             .agg(F.min("key").alias("key")).collect())
-    key_of = {row["partition"]: row["key"] for row in found}
-    if len(key_of) < buckets:  # never seen: 64 candidates per partition miss one with odds ~ buckets·e^-64
-        raise RuntimeError(f"no hash key found for every one of {buckets} buckets")
+    another by one task; here each bucket is replaced by a key that Spark's hash puts in its partition."""
+    key_of: Dict[int, int] = {}
+    candidate = 0
+    while len(key_of) < buckets:
+        key_of.setdefault(_spark_hash_int(candidate) % buckets, candidate)
+        candidate += 1
     keys = F.array(*[F.lit(key_of[k]) for k in range(buckets)])
     return rows.repartition(buckets, F.element_at(keys, (F.col(column) + 1).cast("int")))
 

@@ -26,13 +26,16 @@ from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
 
 from jobs.fs import HadoopFS
 from jobs.stages.mix import copy_bucket, one_task_per_bucket
-from jobs.stage import OVER_LIMIT, TEXT_TOO_LONG, Stage, Transformed, bookkeeping_fields, drop_bookkeeping
+from jobs.stage import (BOOKKEEPING_COLUMNS, OVER_LIMIT, TEXT_TOO_LONG, Stage, Transformed, bookkeeping_fields,
+                        drop_bookkeeping)
 from udfs.pack.packing import PackConfig, PackedSequence, SequencePacker
 from udfs.pack.tokenizer import cached_tokenizer
 
@@ -147,20 +150,33 @@ class PackStage(Stage):
 
         return Transformed(rows.mapInArrow(pack_partition, from_arrow_schema(PACK_SCHEMA)))
 
+    def write(self, out: Transformed, tmp_dir: str) -> None:
+        """The sequences to ``_outcome=kept/`` without the bookkeeping columns (null on them, or, for
+        ``_count``, what ``segments`` says), so that the training data holds only what a trainer or a
+        person reads; the dropped rows as every stage writes them. The packed rows wait on local disk
+        between the two writes, so that they are packed once."""
+        rows = out.rows.persist(StorageLevel.DISK_ONLY)
+        try:
+            super().write(Transformed(rows.filter(F.col("_outcome") != "kept")), tmp_dir)
+            (drop_bookkeeping(rows.filter(F.col("_outcome") == "kept")).write.mode("overwrite")
+                .partitionBy(*self.partition_columns).option("compression", self.cfg.io.parquet_compression)
+                .parquet(f"{tmp_dir}/_outcome=kept"))
+        finally:
+            rows.unpersist()
+
+    @staticmethod
+    def records_of(written: DataFrame) -> Column:
+        # A sequence stands for the documents whose last piece it holds; a dropped row for its ``_count``.
+        return F.coalesce(F.col("_count"), F.size(F.filter("segments", lambda piece: piece["last"])))
+
     def finalize(self, tmp_dir: str, schema) -> None:
-        """The run layout, then ``kept/`` rewritten without the write's bookkeeping columns (all null
-        or, for ``_count``, the documents a sequence ends, which ``segments`` says too): the training
-        data holds only what a trainer or a person reads."""
+        """The run layout; where no sequence was packed, ``kept/`` is an empty file with the sequence
+        columns."""
         fs = HadoopFS(self.spark)
-        # An empty kept/ is one file without partitions (written so by the runner); it stays unpartitioned.
-        partitions = self.partition_columns if fs.exists(f"{tmp_dir}/_outcome=kept") else ()
-        super().finalize(tmp_dir, schema)
-        kept = self.spark.read.parquet(f"{tmp_dir}/kept")
-        clean = f"{tmp_dir}/kept.clean"
-        (drop_bookkeeping(kept).write.partitionBy(*partitions)
-            .option("compression", self.cfg.io.parquet_compression).parquet(clean))
-        fs.delete(f"{tmp_dir}/kept")
-        fs.rename(clean, f"{tmp_dir}/kept")
+        if not any(name.endswith(".parquet") for name in fs.list_files(f"{tmp_dir}/_outcome=kept")):
+            fs.delete(f"{tmp_dir}/_outcome=kept")
+        sequence_fields = [f for f in schema.fields if f.name == "_outcome" or f.name not in BOOKKEEPING_COLUMNS]
+        super().finalize(tmp_dir, StructType(sequence_fields))
 
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         seq_len = self.settings.seq_len

@@ -248,6 +248,17 @@ def test_pack_stage_accounts_for_every_token(spark, packed, cl100k):
     assert set(pack["mixture_exact"]) <= set(stats["mix"]["domains"])
 
 
+def test_a_pack_of_empty_texts_commits_an_empty_kept_with_the_sequence_columns(spark, tmp_path):
+    docs = [{"id": f"d{i}", "url": f"https://example.com/{i}", "text": ""} for i in range(5)]
+    spark.createDataFrame(pd.DataFrame(docs)).write.parquet(str(tmp_path / "docs"))
+    cfg = config.build(PipelineConfig, yaml.safe_load((ROOT / "conf" / "pack.yaml").read_text()))
+    pack = run_pipeline(spark, cfg, [str(tmp_path / "docs")], ["pack"], str(tmp_path), "run", echo=lambda _: None)[0]
+    assert pack["reconciled"] and pack["kept"] == 0 and pack["rejected"] == {"empty_text": 5}
+    kept = spark.read.parquet(str(tmp_path / "run" / "pack" / "kept"))
+    assert kept.count() == 0
+    assert set(kept.columns) == {"id", "bucket", "input_ids", "segment_ids", "loss_mask", "n_tokens", "segments"}
+
+
 def test_mindrecord_sequences_read_back_equal_the_parquet(spark, packed):
     import mindspore.dataset as ds
 
