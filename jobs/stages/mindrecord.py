@@ -238,7 +238,8 @@ class MindRecordStage(Stage):
 
         rows = with_placeholders(balanced(out.rows, buckets), buckets)
         shards = one_task_per_bucket(rows, "shard", buckets).mapInArrow(write_shards, SHARDS_SCHEMA)
-        shards.coalesce(1).write.mode("overwrite").parquet(f"{tmp_dir}/shards")
+        # repartition, not coalesce: coalesce(1) would pull the shard writers into one task.
+        shards.repartition(1).write.mode("overwrite").parquet(f"{tmp_dir}/shards")
 
     def count_outcomes(self, tmp_dir: str, schema) -> Dict[str, Dict[str, int]]:
         kept, too_long = self.spark.read.parquet(f"{tmp_dir}/shards").agg(F.sum("rows"), F.sum("text_too_long")).first()
