@@ -181,6 +181,7 @@ def run_stage(stage: str, out: Path, run: str, warc: Path, code: Path) -> dict:
             "docs_per_s": round(records_in / stats["wall_s"], 1) if stats["wall_s"] else None,
             "cpu_ms_per_doc": round(1000 * measured["tree_cpu_s"] / max(records_in, 1), 2),
             "process_wall_s": measured["wall_s"], "peak_rss_mb": measured["peak_rss_mb_by_role"],
+            "cpu_s_by_role": measured["tree_cpu_s_by_role"],
             "load_1min": round(os.getloadavg()[0], 2),
             "dedup_rejected": stats["rejected"] if stage == "dedup" else None}
 
@@ -191,6 +192,8 @@ def mean_of(a: dict, b: dict) -> dict:
     for key in ("docs_per_s", "cpu_ms_per_doc", "stage_wall_s", "process_wall_s", "load_1min"):
         row[key] = round((a[key] + b[key]) / 2, 2)
     row["peak_rss_mb"] = {role: max(a["peak_rss_mb"][role], b["peak_rss_mb"][role]) for role in a["peak_rss_mb"]}
+    row["cpu_s_by_role"] = {role: round((a["cpu_s_by_role"][role] + b["cpu_s_by_role"][role]) / 2, 1)
+                            for role in a["cpu_s_by_role"]}
     return row
 
 
@@ -223,7 +226,8 @@ def run_size(size: int, files: int, duplicate_fraction: float, stages: List[str]
             rows.append(run_stage(stage, out, "r", warc, ROOT))
         for row, label in zip((*before[-1:], rows[-1]), ("baseline", "this") if baseline else ("this",)):
             print(f"  {size}: {stage:>10} {label:>8} {row['records_in']:>7} in, {row['docs_per_s']} docs/s, "
-                  f"{row['cpu_ms_per_doc']} CPU ms/doc, peak MB {row['peak_rss_mb']}, load {row['load_1min']}",
+                  f"{row['cpu_ms_per_doc']} CPU ms/doc, CPU s {row['cpu_s_by_role']}, peak MB {row['peak_rss_mb']}, "
+                  f"load {row['load_1min']}",
                   flush=True)
     return {"size": size, "planted": planted, "stages": rows, "baseline": before}
 
