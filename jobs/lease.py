@@ -149,7 +149,13 @@ class RunLease:
         """A lease file as a Holder. One that cannot be read (cut short, damaged) counts as live until
         a ttl after it was last written, judged by the file system's own time."""
         try:
-            record = json.loads(self.fs.read_text(path))
+            text = self.fs.read_text(path)
+        except Exception:  # noqa: BLE001 — local and Hadoop file systems raise different errors
+            if not self.fs.exists(path):
+                return None  # withdrawn by its writer between the listing and the read
+            raise
+        try:
+            record = json.loads(text)
             return Holder(path, str(record["attempt"]), str(record["host"]), int(record["pid"]),
                           record.get("pid_started"), float(record["acquired_at"]), float(record["expires_at"]))
         except (ValueError, KeyError, TypeError):

@@ -396,6 +396,9 @@ def test_of_runs_that_arrive_together_exactly_one_holds_the_lease(spark, tmp_pat
             except RunFolderInUse:
                 outcomes.append("refused")
                 return
+            except Exception as exc:  # noqa: BLE001 — shown in the assertion rather than lost in a thread
+                outcomes.append(repr(exc))
+                return
             outcomes.append("held")
             time.sleep(3)  # hold it while the others decide
             lease.release()
@@ -406,6 +409,19 @@ def test_of_runs_that_arrive_together_exactly_one_holds_the_lease(spark, tmp_pat
         for thread in threads:
             thread.join()
         assert sorted(outcomes) == ["held", "refused", "refused"]
+
+
+def test_a_lease_file_withdrawn_between_the_listing_and_the_read_is_nobodys_lease(spark, tmp_path):
+    withdrawn = lease_file(tmp_path)
+
+    class WithdrawnOnRead(HadoopFS):
+        def read_text(self, uri):
+            if uri.endswith(withdrawn.name):
+                withdrawn.unlink()  # its writer saw another lease and took its own back
+            return super().read_text(uri)
+
+    with RunLease(WithdrawnOnRead(spark), f"file://{tmp_path}", LeaseConfig(), lambda _: None) as lease:
+        assert Path(lease.path[len("file://"):]).exists()
 
 
 def test_a_run_whose_lease_was_taken_over_does_not_commit(spark, tmp_path):
