@@ -4,8 +4,8 @@ A model directory holds::
 
     model.json      name, version, hashing spec, network shape, threshold, metrics
     model.ckpt      MindSpore checkpoint (for fine-tuning, or loading without MindIR)
-    model.mindir    the exported inference graph: inputs content, lines, layout, each
-                    Tensor(shape=[None, None], int32)
+    model.bags.mindir  the exported inference graph; its inputs are ``features.Encoded``: content,
+                    content_rows, lines, lines_rows (int32 [None]) and layout (int32 [None, None])
     MODEL_CARD.md   data sources and licences, counts, held-out metrics, P-R curve
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from scoring_service.features import HashingSpec
 
-MODEL_JSON, CHECKPOINT, MINDIR, CARD = "model.json", "model.ckpt", "model.mindir", "MODEL_CARD.md"
+MODEL_JSON, CHECKPOINT, MINDIR, CARD = "model.json", "model.ckpt", "model.bags.mindir", "MODEL_CARD.md"
 DEFAULT_MODEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "default")
 
 

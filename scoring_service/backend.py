@@ -1,11 +1,11 @@
 """Inference: text → score, with a seam between the hashing/batching and the runtime that runs the net.
 
-``TextScorer`` hashes texts (``features.py``) and runs them through a ``Backend`` in sub-batches of
-similar length whose padded size stays under a token budget, so one long document does not make a
-whole batch pay for its padding. A backend only maps the encoded batch (three ``int32`` matrices,
-``features.Encoded``) to ``float32 [batch]`` probabilities. ``MindSporeBackend`` is the one shipped: it loads the MindIR
-graph (or, failing that, the checkpoint into ``QualityNet``) on ``CPU``, ``GPU`` or ``Ascend``.
-Another runtime (MindSpore Lite, ONNX…) plugs in by adding a class with ``predict`` to ``BACKENDS``.
+``TextScorer`` hashes texts (``features.py``) and runs them through a ``Backend`` in sub-batches
+whose content ids stay under a budget, which bounds the memory of one forward pass. A backend only
+maps the encoded batch (``features.Encoded``) to ``float32 [batch]`` probabilities.
+``MindSporeBackend`` is the one shipped: it loads the MindIR graph (or, failing that, the checkpoint
+into ``QualityNet``) on ``CPU``, ``GPU`` or ``Ascend``. Another runtime (MindSpore Lite, ONNX…)
+plugs in by adding a class with ``predict`` to ``BACKENDS``.
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import numpy as np
 from scoring_service.artifacts import CHECKPOINT, MINDIR, ModelInfo, read_info
 from scoring_service.features import Bags, Encoded, FeatureHasher
 
-# Upper bound of ids (padded batch × length) per forward pass: ~32 MB of float32 embeddings at dim 16.
-MAX_BATCH_TOKENS = 1 << 19
+# Upper bound of content ids per forward pass: ~32 MB of float32 embeddings at dim 16.
+MAX_BATCH_IDS = 1 << 19
 
 
 class Backend:
@@ -68,16 +68,16 @@ BACKENDS: Dict[str, Type[Backend]] = {"mindspore": MindSporeBackend}
 
 
 class TextScorer:
-    """Texts → P(high quality), in length-sorted sub-batches under a padded-token budget.
+    """Texts → P(high quality), in sub-batches under a budget of content ids.
 
     An empty or whitespace-only text scores 0.
     """
 
-    def __init__(self, backend: Backend, max_batch_tokens: int = MAX_BATCH_TOKENS):
+    def __init__(self, backend: Backend, max_batch_ids: int = MAX_BATCH_IDS):
         self.backend = backend
         self.info = backend.info
         self.hasher = FeatureHasher(backend.info.hashing)
-        self.max_batch_tokens = max_batch_tokens
+        self.max_batch_ids = max_batch_ids
 
     @property
     def loaded_from(self):
@@ -97,17 +97,14 @@ class TextScorer:
         """Scores of encoded texts (the service's batches, hashed by its clients or by ``score``)."""
         if not bags.rows:
             return np.zeros(0, dtype=np.float32)
-        lengths, line_counts = bags.content_lengths(), bags.line_counts()
-        order = np.argsort(lengths, kind="stable")
+        offsets = bags.content_offsets
         out = np.empty(bags.rows, dtype=np.float32)
         start = 0
-        while start < len(order):
-            # Grow the sub-batch while its padded size (rows × longest row) fits the budget.
-            stop = start + 1
-            while stop < len(order) and (stop + 1 - start) * max(lengths[order[stop]], 1) <= self.max_batch_tokens:
-                stop += 1
-            rows = order[start:stop]
-            out[rows] = self.backend.predict(bags.padded(rows))
+        while start < bags.rows:
+            # The rows from start whose ids fit the budget together, at least one.
+            fit = int(np.searchsorted(offsets, offsets[start] + self.max_batch_ids, side="right")) - 1
+            stop = max(fit, start + 1)
+            out[start:stop] = self.backend.predict(bags.encoded(np.arange(start, stop)))
             start = stop
-        out[line_counts == 0] = 0.0  # no text (empty or whitespace only): no quality
+        out[bags.line_counts() == 0] = 0.0  # no text (empty or whitespace only): no quality
         return out

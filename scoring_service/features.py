@@ -1,11 +1,11 @@
 """Text → model inputs, vectorised with numpy; the one encoder shared by training and serving.
 
-A batch of texts becomes three ``int32`` matrices (0 = padding), the model's three bags:
+A batch of texts becomes the model's three bags (``Encoded``):
 
-* ``content [batch, length]`` — hashed character n-grams of the normalised text (this is how CJK
+* ``content`` — hashed character n-grams of the normalised text (this is how CJK
   is covered: no word segmenter, and character n-grams also see punctuation and line breaks), word
   unigrams and word bigrams (fastText's features).
-* ``lines [batch, lines]`` — the shape of every line (length bucket × how it ends) and of every pair
+* ``lines`` — the shape of every line (length bucket × how it ends) and of every pair
   of adjacent lines: a menu is a run of short lines without sentence punctuation in any script.
 * ``layout [batch, LAYOUT_FEATURES]`` — document statistics in buckets: length, line count, mean
   line length, the share of lines ending in sentence punctuation or in none, sentence and clause
@@ -25,7 +25,7 @@ import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass
-from typing import List, NamedTuple, Sequence, Tuple
+from typing import NamedTuple, Sequence, Tuple
 
 import numpy as np
 
@@ -114,10 +114,15 @@ class HashingSpec:
 
 
 class Encoded(NamedTuple):
-    """A batch padded for the network: three ``int32`` matrices, 0 = padding."""
+    """A batch as the network takes it, all ``int32``: each variable-length bag as the ids of all
+    texts one after another with, per id, the row (text) it belongs to; no padding, so the network's
+    cost follows the ids, not the longest text. ``layout [batch, LAYOUT_FEATURES]`` is a matrix
+    (0 = padding) and gives the batch size."""
 
     content: np.ndarray
+    content_rows: np.ndarray
     lines: np.ndarray
+    lines_rows: np.ndarray
     layout: np.ndarray
 
 
@@ -142,10 +147,10 @@ class Bags(NamedTuple):
     def line_counts(self) -> np.ndarray:
         return np.diff(self.lines_offsets)
 
-    def padded(self, rows: np.ndarray) -> Encoded:
-        """The network's input for ``rows`` (indices), each bag as wide as its longest row there."""
-        return Encoded(_pad_rows(self.content, self.content_offsets, rows),
-                       _pad_rows(self.lines, self.lines_offsets, rows), self.layout[rows])
+    def encoded(self, rows: np.ndarray) -> Encoded:
+        """The network's input for ``rows`` (indices, in that order)."""
+        return Encoded(*_gather_rows(self.content, self.content_offsets, rows),
+                       *_gather_rows(self.lines, self.lines_offsets, rows), self.layout[rows])
 
     def take(self, start: int, stop: int) -> "Bags":
         """Rows ``start:stop``."""
@@ -188,14 +193,16 @@ def _is_cjk(cp: np.ndarray) -> np.ndarray:
             | ((cp >= 0x20000) & (cp <= 0x3FFFF)))
 
 
-def _pad_rows(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _gather_rows(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """The ids of ``rows`` one after another, and the position in ``rows`` each came from. A batch
+    without ids gets one padding id (0, counted by no row), since the graph takes no empty tensor."""
     lengths = np.diff(offsets)[rows]
-    width = max(int(lengths.max()) if len(rows) else 0, 1)
-    out = np.zeros((len(rows), width), dtype=np.int32)
-    row_of = np.repeat(np.arange(len(rows)), lengths)
-    column = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    out[row_of, column] = ids[np.repeat(offsets[:-1][rows], lengths) + column]
-    return out
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32)
+    row_of = np.repeat(np.arange(len(rows), dtype=np.int32), lengths)
+    within = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return ids[np.repeat(offsets[:-1][rows], lengths) + within].astype(np.int32, copy=False), row_of
 
 
 def _flat(docs: np.ndarray, ids: np.ndarray, batch: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -203,11 +210,6 @@ def _flat(docs: np.ndarray, ids: np.ndarray, batch: int) -> Tuple[np.ndarray, np
     order = np.argsort(docs, kind="stable")
     offsets = np.concatenate(([0], np.cumsum(np.bincount(docs, minlength=batch)))).astype(np.int64)
     return ids[order].astype(np.int32), offsets
-
-
-def _split(docs: np.ndarray, ids: np.ndarray, batch: int) -> List[np.ndarray]:
-    order = np.argsort(docs, kind="stable")
-    return np.split(ids[order], np.cumsum(np.bincount(docs, minlength=batch))[:-1])
 
 
 class FeatureHasher:
@@ -219,19 +221,13 @@ class FeatureHasher:
         self._inverse_powers = np.ones(1, dtype=np.uint64)
 
     def encode(self, texts: Sequence[str]) -> Encoded:
-        """Padded matrices for a batch (what the network takes)."""
-        return self.encode_bags(texts).padded(np.arange(len(texts)))
+        """A batch as the network takes it."""
+        return self.encode_bags(texts).encoded(np.arange(len(texts)))
 
     def encode_bags(self, texts: Sequence[str]) -> Bags:
         """The unpadded bags of a batch (what clients send the service)."""
         (c_doc, c_ids), (l_doc, l_ids), layout = self._features(texts)
         return Bags(*_flat(c_doc, c_ids, len(texts)), *_flat(l_doc, l_ids, len(texts)), layout)
-
-    def encode_ragged(self, texts: Sequence[str]) -> List[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """One ``(content, lines, layout)`` triple of unpadded arrays per text (for training)."""
-        (c_doc, c_ids), (l_doc, l_ids), layout = self._features(texts)
-        n = len(texts)
-        return list(zip(_split(c_doc, c_ids, n), _split(l_doc, l_ids, n), list(layout)))
 
     # -- internals
 

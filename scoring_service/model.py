@@ -1,9 +1,12 @@
 """The quality classifier: fastText's idea in MindSpore, and its export to MindIR.
 
-``QualityNet`` maps the three padded id matrices of ``features.py`` (0 is padding) to P(high
-quality). Each is an embedding bag (``nn.Embedding`` + masked mean, which is what ``EmbeddingBag``
-does); the three pooled vectors feed a small MLP. Everything is elementwise or a gather, so it runs
-on CPU, GPU and Ascend alike and exports to MindIR with every dimension dynamic.
+``QualityNet`` maps the bags of ``features.Encoded`` to P(high quality). Each bag is an embedding
+bag (``nn.Embedding`` + mean, which is what ``EmbeddingBag`` does): the variable-length bags are
+summed per text with a segment sum over their unpadded ids, so a batch costs what its ids cost,
+whatever the spread of its lengths; the three pooled vectors feed a small MLP. Every row is computed
+on its own (no matrix product across rows), so a text scores the same alone as in any batch.
+Everything is a gather, a segment sum, a reduction or elementwise, so it runs on CPU, GPU and
+Ascend alike and exports to MindIR with every dimension dynamic.
 The files a trained model is saved as are described in ``artifacts.py``.
 """
 from __future__ import annotations
@@ -21,12 +24,28 @@ from scoring_service.features import LAYOUT_VOCAB
 __all__ = ["DEFAULT_MODEL_DIR", "QualityNet", "build_net", "dynamic_inputs", "export_mindir"]
 
 
+def _bag_mean(table: nn.Embedding, ids, rows, batch):
+    # Id 0 is padding (a batch without ids holds one): it is not counted, and a row without counted
+    # ids pools to zero, whatever the table's row 0 holds.
+    present = ops.cast(ops.cast(ids, ms.bool_), ms.float32)
+    summed = ops.unsorted_segment_sum(table(ids), rows, batch)
+    count = ops.expand_dims(ops.unsorted_segment_sum(present, rows, batch), -1)
+    one = ops.ones_like(count)
+    return summed / ops.maximum(count, one) * ops.minimum(count, one)
+
+
 def _masked_mean(table: nn.Embedding, ids):
     # Tensor ops only (no Python scalars): scalar operands take a NumPy-1 code path in PyNative.
     mask = ops.cast(ops.cast(ids, ms.bool_), ms.float32)
     summed = (table(ids) * ops.expand_dims(mask, -1)).sum(axis=1)
     count = mask.sum(axis=1, keepdims=True)
     return summed / ops.maximum(count, ops.ones_like(count))
+
+
+def _rowwise_dense(layer: nn.Dense, x):
+    # x @ W.T + b as a product and a sum per row: a matrix product's rounding depends on how many rows
+    # it is given (its kernel is chosen by shape), which would make a text's score depend on its batch.
+    return (ops.expand_dims(x, 1) * layer.weight).sum(axis=-1) + layer.bias
 
 
 class QualityNet(nn.Cell):
@@ -37,24 +56,27 @@ class QualityNet(nn.Cell):
         self.content = nn.Embedding(buckets, shape.dim, padding_idx=0)
         self.layout = nn.Embedding(LAYOUT_VOCAB, shape.dim, padding_idx=0)
         self.content_dropout = nn.Dropout(p=shape.content_dropout)
-        self.hidden = nn.Dense(3 * shape.dim, shape.hidden, activation="relu")
+        self.hidden = nn.Dense(3 * shape.dim, shape.hidden)
         self.dropout = nn.Dropout(p=shape.dropout)
         self.output = nn.Dense(shape.hidden, 1)
 
-    def logits(self, content, lines, layout):
-        pooled = _masked_mean(self.content, content)
+    def logits(self, content, content_rows, lines, lines_rows, layout):
+        batch = ops.shape(layout)[0]
+        pooled = _bag_mean(self.content, content, content_rows, batch)
         keep = self.content_dropout(ops.ones_like(pooled[:, :1]))  # whole-bag dropout, training only
-        features = ops.concat((pooled * keep, _masked_mean(self.layout, lines),
+        features = ops.concat((pooled * keep, _bag_mean(self.layout, lines, lines_rows, batch),
                                _masked_mean(self.layout, layout)), axis=1)
-        return self.output(self.dropout(self.hidden(features))).squeeze(-1)
+        hidden = self.dropout(ops.relu(_rowwise_dense(self.hidden, features)))
+        return _rowwise_dense(self.output, hidden).squeeze(-1)
 
-    def construct(self, content, lines, layout):
-        return ops.sigmoid(self.logits(content, lines, layout))
+    def construct(self, content, content_rows, lines, lines_rows, layout):
+        return ops.sigmoid(self.logits(content, content_rows, lines, lines_rows, layout))
 
 
 def dynamic_inputs():
-    """Input signature of the exported graph: every dimension dynamic."""
-    return tuple(ms.Tensor(shape=[None, None], dtype=ms.int32) for _ in range(3))
+    """Input signature of the exported graph (``features.Encoded``): every dimension dynamic."""
+    ids = ms.Tensor(shape=[None], dtype=ms.int32)
+    return ids, ids, ids, ids, ms.Tensor(shape=[None, None], dtype=ms.int32)
 
 
 def build_net(info: ModelInfo, checkpoint: Optional[str] = None) -> QualityNet:

@@ -24,9 +24,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from scoring_service import metrics
-from scoring_service.artifacts import CARD, CHECKPOINT, ModelInfo, NetShape, write_info
+from scoring_service.artifacts import CARD, CHECKPOINT, MINDIR, MODEL_JSON, ModelInfo, NetShape, write_info
 from scoring_service.corpus import Example, read_examples
-from scoring_service.features import Encoded, FeatureHasher, HashingSpec
+from scoring_service.features import Bags, FeatureHasher, HashingSpec
 
 SPLITS = ("train", "valid", "test")
 
@@ -51,37 +51,19 @@ def split_of(group: str, seed: int) -> str:
 class LabelledSet:
     examples: List[Example]
     labels: np.ndarray  # float32, 1 = high quality
-    encoded: List[Tuple[np.ndarray, np.ndarray, np.ndarray]]  # (content, lines, layout) per example
+    bags: Bags  # one row per example
 
     def batches(self, batch_size: int, rng: Optional[np.random.Generator]):
-        """Padded batches of similar length (little padding); shuffled when ``rng`` is given."""
-        lengths = np.array([len(c) for c, _, _ in self.encoded])
-        order = rng.permutation(len(lengths)) if rng is not None else np.arange(len(lengths))
-        pool = batch_size * 50
-        batches = []
-        for start in range(0, len(order), pool):
-            chunk = order[start:start + pool]
-            chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
-            batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
-        if rng is not None:
-            rng.shuffle(batches)
-        for rows in batches:
-            yield rows, Encoded(*(_pad_rows([self.encoded[i][k] for i in rows]) for k in range(2)),
-                                np.stack([self.encoded[i][2] for i in rows]))
+        """Batches of ``batch_size`` examples as the network takes them; shuffled when ``rng`` is given."""
+        order = rng.permutation(self.bags.rows) if rng is not None else np.arange(self.bags.rows)
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            yield rows, self.bags.encoded(rows)
 
 
-def _pad_rows(rows: List[np.ndarray]) -> np.ndarray:
-    out = np.zeros((len(rows), max(max(len(r) for r in rows), 1)), dtype=np.int32)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = r
-    return out
-
-
-def encode_all(hasher: FeatureHasher, texts: Sequence[str], chunk: int = 512):
-    out = []
-    for start in range(0, len(texts), chunk):
-        out += hasher.encode_ragged(texts[start:start + chunk])
-    return out
+def encode_all(hasher: FeatureHasher, texts: Sequence[str], chunk: int = 512) -> Bags:
+    parts = [hasher.encode_bags(texts[start:start + chunk]) for start in range(0, len(texts), chunk)]
+    return Bags.concat(parts) if parts else hasher.encode_bags([])
 
 
 def load_sets(positive: Sequence[str], negative: Sequence[str], hasher: FeatureHasher,
@@ -138,8 +120,8 @@ class Trainer:
                 super().__init__()
                 self.net = net
 
-            def construct(self, content, lines, layout, labels, weights):
-                logits = self.net.logits(content, lines, layout)
+            def construct(self, content, content_rows, lines, lines_rows, layout, labels, weights):
+                logits = self.net.logits(content, content_rows, lines, lines_rows, layout)
                 loss = ops.binary_cross_entropy_with_logits(logits, labels, weights, ops.ones_like(labels),
                                                             reduction="sum")
                 return loss / weights.sum()
@@ -296,8 +278,8 @@ def model_card(info: ModelInfo, data: dict, training: dict, notes: Optional[str]
         f"- Hashed features ({info.hashing.buckets} buckets): character n-grams {list(info.hashing.char_ngrams)} "
         f"(CJK text is covered by these; no segmenter), word 1..{info.hashing.word_ngrams}-grams; "
         f"text lower-cased, digits mapped to 0, first {info.hashing.max_chars} characters read.",
-        f"- Embedding bag (dim {info.shape.dim}, masked mean) → Dense({info.shape.hidden}, ReLU) → Dense(1) → sigmoid.",
-        "- Files: `model.mindir` (input `Tensor(shape=[None, None], int32)`), `model.ckpt`, `model.json`.",
+        f"- Embedding bag (dim {info.shape.dim}, mean) → Dense({info.shape.hidden}, ReLU) → Dense(1) → sigmoid.",
+        f"- Files: `{MINDIR}` (inputs: `features.Encoded`), `{CHECKPOINT}`, `{MODEL_JSON}`.",
         "",
         "## Training data", "",
         "| label | source | licence | train | valid | test |", "|---|---|---|---|---|---|",

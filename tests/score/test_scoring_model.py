@@ -30,7 +30,11 @@ def shipped():
 # ---------------------------------------------------------------- features
 
 def _bags(encoded, row):
-    return [sorted(part[row][part[row] > 0].tolist()) for part in encoded]
+    """Row ``row``'s ids of each bag, sorted (the network sums them: their order does not matter)."""
+    content = encoded.content[(encoded.content_rows == row) & (encoded.content > 0)]
+    lines = encoded.lines[(encoded.lines_rows == row) & (encoded.lines > 0)]
+    layout = encoded.layout[row][encoded.layout[row] > 0]
+    return [sorted(part.tolist()) for part in (content, lines, layout)]
 
 
 def test_features_do_not_depend_on_the_rest_of_the_batch(hasher):
@@ -39,18 +43,19 @@ def test_features_do_not_depend_on_the_rest_of_the_batch(hasher):
     together = hasher.encode(texts)
     for i, text in enumerate(texts):
         assert _bags(hasher.encode([text]), 0) == _bags(together, i)
-    ragged = hasher.encode_ragged(texts)
-    assert [sorted(r[0].tolist()) for r in ragged] == [_bags(together, i)[0] for i in range(len(texts))]
 
 
-def test_bags_pad_slice_and_join_to_what_encode_gives(hasher):
+def test_bags_slice_join_and_gather_to_what_encode_gives(hasher):
     texts = ["Home | About | Contact", "", "It was a bright cold day in April.\nThe clocks were striking.",
              "我们今天去了公园。\n天气很好！"]
     bags = hasher.encode_bags(texts)
-    assert all(np.array_equal(a, b) for a, b in zip(bags.padded(np.arange(4)), hasher.encode(texts)))
+    assert all(np.array_equal(a, b) for a, b in zip(bags.encoded(np.arange(4)), hasher.encode(texts)))
     assert all(np.array_equal(a, b) for a, b in zip(Bags.concat([bags.take(0, 1), bags.take(1, 4)]), bags))
-    assert all(np.array_equal(a, b) for a, b in zip(bags.take(2, 4).padded(np.array([1, 0])),
+    assert all(np.array_equal(a, b) for a, b in zip(bags.take(2, 4).encoded(np.array([1, 0])),
                                                     hasher.encode(texts[:1:-1])))
+    # A bag without ids in the whole batch (no lines in empty texts) holds one padding id.
+    empty = hasher.encode(["", "   "])
+    assert empty.lines.tolist() == [0] and empty.lines_rows.tolist() == [0] and len(empty.layout) == 2
     longest = hasher.encode_bags(["a b" * 5000])  # more text than the model reads
     assert longest.content_lengths()[0] <= HashingSpec().max_content_ids
     assert longest.line_counts()[0] <= HashingSpec().max_line_ids
@@ -64,8 +69,8 @@ def test_normalisation_maps_digits_cjk_punctuation_and_whitespace():
 
 def test_cjk_text_gets_character_ngrams_and_the_same_line_shapes_as_latin(hasher):
     encoded = hasher.encode(["Yesterday afternoon we walked to the park.", "我们昨天下午一起去了公园散步。", "公园"])
-    assert (encoded.content[1] > 0).sum() > 20  # character n-grams and single-character words
-    line_ids = [part[part > 0] for part in encoded.lines]
+    assert len(_bags(encoded, 1)[0]) > 20  # character n-grams and single-character words
+    line_ids = [encoded.lines[encoded.lines_rows == row] for row in range(3)]
     # A line that ends in a full stop has the same ending whatever the script ("。" → ".").
     assert (line_ids[0][0] - 1) % 3 == (line_ids[1][0] - 1) % 3 == 0
     assert (line_ids[2][0] - 1) % 3 == 2
@@ -87,6 +92,40 @@ def test_ranking_and_threshold_metrics():
 
 
 # ---------------------------------------------------------------- training and export
+
+@pytest.mark.slow  # runs a MindSpore graph
+def test_the_network_is_the_mean_of_each_bag_then_the_mlp_whatever_row_zero_of_the_tables_holds(hasher):
+    import mindspore as ms
+
+    from scoring_service.artifacts import NetShape
+    from scoring_service.model import QualityNet, dynamic_inputs
+
+    ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+    net = QualityNet(HashingSpec().buckets, NetShape(dim=4, hidden=3))
+    net.set_train(False)
+    net.set_inputs(*dynamic_inputs())
+    for table in (net.content.embedding_table, net.layout.embedding_table):
+        values = table.asnumpy()
+        values[0] = 1.0  # padding must not count even where its row is not zero
+        table.set_data(ms.Tensor(values))
+    params = {p.name: p.asnumpy() for p in net.get_parameters()}
+
+    def mean(table, ids):
+        ids = ids[ids > 0]
+        return params[table][ids].mean(axis=0) if len(ids) else np.zeros(4, dtype=np.float32)
+
+    texts = ["It was a bright cold day in April.\nThe clocks were striking.", "", "Home | About", "我们今天去了公园。"]
+    for batch in (texts, ["", "  "]):
+        encoded = hasher.encode(batch)
+        got = net(*(ms.Tensor(part) for part in encoded)).asnumpy()
+        pooled = np.stack([np.concatenate([mean("content.embedding_table", encoded.content[encoded.content_rows == row]),
+                                           mean("layout.embedding_table", encoded.lines[encoded.lines_rows == row]),
+                                           mean("layout.embedding_table", encoded.layout[row])])
+                           for row in range(len(batch))])
+        hidden = np.maximum(pooled @ params["hidden.weight"].T + params["hidden.bias"], 0)
+        expected = 1 / (1 + np.exp(-(hidden @ params["output.weight"].T + params["output.bias"])[:, 0]))
+        assert np.allclose(got, expected, atol=1e-5), (got, expected)
+
 
 @pytest.mark.slow  # trains a MindSpore model
 def test_training_writes_checkpoint_dynamic_mindir_and_card(tmp_path):
@@ -120,8 +159,9 @@ def test_training_writes_checkpoint_dynamic_mindir_and_card(tmp_path):
     from_mindir = TextScorer.load(str(out)).score(texts)
     from_ckpt = TextScorer.load(str(out), fmt="checkpoint").score(texts)
     assert np.allclose(from_mindir, from_ckpt, atol=1e-5)
-    one_by_one = np.concatenate([TextScorer.load(str(out)).score([t]) for t in texts])
-    assert np.allclose(from_mindir, one_by_one, atol=1e-5)
+    scorer = TextScorer.load(str(out))
+    one_by_one = np.concatenate([scorer.score([t]) for t in texts])
+    assert np.array_equal(from_mindir, one_by_one)  # a text's score does not depend on its batch
 
 
 # ---------------------------------------------------------------- the shipped model

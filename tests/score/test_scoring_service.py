@@ -31,7 +31,7 @@ from jobs.config import PipelineConfig
 from jobs.stages.score import ScoreStage
 from jobs.runner import run_stage
 from scoring_service.client import LocalService, ScoringClient, ScoringRequestError, ScoringUnavailable, encoded_body
-from scoring_service.artifacts import DEFAULT_MODEL_DIR, read_info
+from scoring_service.artifacts import DEFAULT_MODEL_DIR, MINDIR, read_info
 from scoring_service.features import FeatureHasher, HashingSpec
 from udfs.common.config import build
 
@@ -207,7 +207,7 @@ def test_health_readiness_model_and_metrics_endpoints(service):
     assert get(service, "/readyz")[0] == 200
     status, data = get(service, "/v1/model")
     model = json.loads(data)
-    assert status == 200 and model["loaded_from"] == "model.mindir" and 0 < model["threshold"] < 1
+    assert status == 200 and model["loaded_from"] == MINDIR and 0 < model["threshold"] < 1
     assert get(service, "/nope")[0] == 404 and get(service, "/v1/score")[0] == 405
     assert post(service, "/v1/score", json.dumps({"texts": ["hello there."]}), "application/json")[0] == 200
     samples = metric_samples(service)
@@ -667,7 +667,7 @@ def test_two_workers_serve_behind_one_front_and_metrics_count_for_both():
     try:
         replicas = replica_pids(service.process.pid)
         model = json.loads(get(url, "/v1/model")[1])
-        assert len(replicas) == 2 and model["workers"] == 2 and model["loaded_from"] == "model.mindir"
+        assert len(replicas) == 2 and model["workers"] == 2 and model["loaded_from"] == MINDIR
         texts = corpus_texts(160)
         alone = ScoringClient(url, batch_size=8).score(texts)
         with ThreadPoolExecutor(4) as pool:
