@@ -88,7 +88,7 @@ def build_net(info: ModelInfo, checkpoint: Optional[str] = None) -> QualityNet:
 
 
 def export_mindir(net: QualityNet, model_dir: str) -> str:
-    """Export with both dimensions dynamic, so one graph serves any batch size and text length."""
+    """Export with every dimension dynamic, so one graph serves any batch size and text length."""
     net.set_train(False)
     base = os.path.join(model_dir, MINDIR[: -len(".mindir")])
     ms.export(net, *dynamic_inputs(), file_name=base, file_format="MINDIR")
