@@ -33,8 +33,6 @@ class SparkConfig:
         "spark.sql.shuffle.partitions": 8,
         # Python workers hold one Arrow batch at a time; keep batches small for large documents.
         "spark.sql.execution.arrow.maxRecordsPerBatch": 2000,
-        # Local mode: the client compiler only (see conf/local.yaml).
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
         # No web UI in local runs (see conf/local.yaml).
         "spark.ui.enabled": False,
         # Python workers run the installed pyspark, not Spark's zip copies of it (jobs/python_daemon.py).

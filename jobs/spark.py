@@ -32,6 +32,10 @@ BASE_CONF = {
     # ~4 JVM round trips each, which the stages' bookkeeping queries (a sum per filter rule) and
     # every stage's planning wait for in the driver. Errors still name the failing expression.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
+    # A stage's write splits each task's rows over folders (``_outcome``, ``bucket``): with a writer
+    # open per folder Spark does not sort every row, text and token arrays included, by them first.
+    # Past this many folders in one task it falls back to sorting.
+    "spark.sql.maxConcurrentOutputFileWriters": "8",
 }
 # Warnings and errors only, without Spark's start-up notices (see the file).
 LOG4J2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
