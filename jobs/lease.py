@@ -212,9 +212,9 @@ class RunLease:
         while not self._stop.wait(self.settings.ttl_s / 5):
             try:
                 current = json.loads(self.fs.read_text(self.path)) if self.fs.exists(self.path) else None
-            except ValueError:
+            except Exception:  # noqa: BLE001 — unreadable, or removed since the check: not ours any more
                 current = None
-            if not current or current.get("attempt") != self.attempt:
+            if not isinstance(current, dict) or current.get("attempt") != self.attempt:
                 self._lost = f"its lease file {self.path} was removed (taken over by another run?)"
                 return
             try:

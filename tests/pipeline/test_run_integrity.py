@@ -424,6 +424,26 @@ def test_a_lease_file_withdrawn_between_the_listing_and_the_read_is_nobodys_leas
         assert Path(lease.path[len("file://"):]).exists()
 
 
+def test_a_lease_file_removed_while_its_holder_renews_it_marks_the_lease_lost(spark, tmp_path):
+    class RemovedOnRead(HadoopFS):
+        armed = False
+
+        def read_text(self, uri):
+            if self.armed:
+                Path(uri[len("file://"):]).unlink()  # taken over between the renewer's check and its read
+            return super().read_text(uri)
+
+    fs = RemovedOnRead(spark)
+    lease = RunLease(fs, f"file://{tmp_path}", LeaseConfig(ttl_s=10), lambda _: None)
+    lease.acquire()
+    fs.armed = True
+    lease._renewer.join(timeout=10)  # the renewer's first beat is at ttl_s / 5; it ends once the lease is lost
+    assert not lease._renewer.is_alive() and "was removed" in (lease._lost or "")  # said by the renewer
+    with pytest.raises(LeaseLost, match="no longer holds"):
+        lease.check()
+    lease.release()
+
+
 def test_a_run_whose_lease_was_taken_over_does_not_commit(spark, tmp_path):
     lease = RunLease(HadoopFS(spark), f"file://{tmp_path}", LeaseConfig(), lambda _: None)
     lease.acquire()
