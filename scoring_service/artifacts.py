@@ -52,6 +52,12 @@ class ModelInfo:
                    threshold=float(data["threshold"]), metrics=data.get("metrics", {}))
 
 
+def served_file(model_dir: str) -> str:
+    """The file the service loads the network from: the MindIR graph, or the checkpoint in a folder
+    without one (trained before the graph took ``features.Encoded``: same parameters, same scores)."""
+    return MINDIR if os.path.exists(os.path.join(model_dir, MINDIR)) else CHECKPOINT
+
+
 def read_info(model_dir: str) -> ModelInfo:
     path = os.path.join(model_dir, MODEL_JSON)
     if not os.path.exists(path):

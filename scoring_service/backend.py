@@ -15,7 +15,7 @@ from typing import Dict, Sequence, Type
 
 import numpy as np
 
-from scoring_service.artifacts import CHECKPOINT, MINDIR, ModelInfo, read_info
+from scoring_service.artifacts import CHECKPOINT, MINDIR, ModelInfo, read_info, served_file
 from scoring_service.features import Bags, Encoded, FeatureHasher
 
 # Upper bound of content ids per forward pass: ~32 MB of float32 embeddings at dim 16.
@@ -46,13 +46,11 @@ class MindSporeBackend(Backend):
         # set_context, not set_device: set_device refuses to run once a kernel ran in this process
         # (a model trained or loaded before).
         ms.set_context(mode=ms.GRAPH_MODE, device_target=device, device_id=device_id)
-        mindir = os.path.join(model_dir, MINDIR)
-        if fmt == "mindir" and os.path.exists(mindir):
-            self.cell = ms.nn.GraphCell(ms.load(mindir))
-            self.loaded_from = MINDIR
+        self.loaded_from = served_file(model_dir) if fmt == "mindir" else CHECKPOINT
+        if self.loaded_from == MINDIR:
+            self.cell = ms.nn.GraphCell(ms.load(os.path.join(model_dir, MINDIR)))
         else:
             self.cell = build_net(info, os.path.join(model_dir, CHECKPOINT))
-            self.loaded_from = CHECKPOINT
         self.cell.set_inputs(*dynamic_inputs())
         # One forward pass at a time: the graph executor is not re-entrant.
         self._lock = threading.Lock()

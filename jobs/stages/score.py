@@ -32,7 +32,7 @@ from jobs.report.render import number
 from jobs.report.svg import KEPT_COLOUR, REJECTED_COLOUR, histogram
 from jobs.stage import MARKER, OUTCOMES, OVER_LIMIT, Stage, Transformed, drop_bookkeeping, over_limit_as_errors
 from scoring_service.client import LocalService
-from scoring_service.artifacts import CHECKPOINT, MINDIR, MODEL_JSON, read_info
+from scoring_service.artifacts import MODEL_JSON, read_info, served_file
 from udfs.common.config import ConfigError
 from udfs.score.scoring import ScoreConfig, score_texts, worker_client, worker_scorer
 
@@ -74,9 +74,8 @@ class ScoreStage(Stage):
         if self.settings.mode == "service" and self.settings.service_urls:
             return ""
         model_dir = Path(self.settings.model_dir)
-        served = MINDIR if (model_dir / MINDIR).exists() else CHECKPOINT  # the service's own choice
         digest = hashlib.sha256()
-        for name in (MODEL_JSON, served):
+        for name in (MODEL_JSON, served_file(str(model_dir))):
             digest.update((model_dir / name).read_bytes())
         return digest.hexdigest()[:16]
 

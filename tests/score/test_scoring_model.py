@@ -127,6 +127,22 @@ def test_the_network_is_the_mean_of_each_bag_then_the_mlp_whatever_row_zero_of_t
         assert np.allclose(got, expected, atol=1e-5), (got, expected)
 
 
+@pytest.mark.slow  # loads the shipped model with MindSpore
+def test_a_model_folder_without_the_graph_is_served_from_its_checkpoint_with_the_same_scores(shipped, tmp_path):
+    import shutil
+
+    from scoring_service.artifacts import MODEL_JSON, served_file
+    from scoring_service.backend import TextScorer
+
+    for name in (MODEL_JSON, CHECKPOINT):  # a folder trained before model.bags.mindir
+        shutil.copy(os.path.join(DEFAULT_MODEL_DIR, name), tmp_path / name)
+    assert served_file(DEFAULT_MODEL_DIR) == MINDIR and served_file(str(tmp_path)) == CHECKPOINT
+    from_checkpoint = TextScorer.load(str(tmp_path))
+    texts = ["It was a bright cold day in April.\nThe clocks were striking thirteen.", "Home | About", ""]
+    assert from_checkpoint.loaded_from == CHECKPOINT
+    assert np.allclose(from_checkpoint.score(texts), shipped.score(texts), atol=1e-5)
+
+
 @pytest.mark.slow  # trains a MindSpore model
 def test_training_writes_checkpoint_dynamic_mindir_and_card(tmp_path):
     from scoring_service.backend import TextScorer
