@@ -203,6 +203,21 @@ class DedupStage(Stage):
         # A tiny tolerance so that, e.g., 4/5 counts as reaching 0.8 despite float rounding.
         return scored.where(F.col("similarity") >= s.threshold - 1e-9).select("src", "dst")
 
+    def texts_named(self, docs: DataFrame, sigs: DataFrame, pairs: DataFrame, checkpoint: Checkpointer) -> DataFrame:
+        """(id, value = text) of the ids ``pairs`` names: the text of the copy whose signature stands
+        for the id (copies of one text: any one). Only those texts leave the scan of the documents."""
+        named = pairs.select(F.col("src").alias("id")).union(pairs.select(F.col("dst").alias("id")))
+        keys = checkpoint(sigs.select("id", TEXT_KEY).join(named, "id", "left_semi"))
+        texts = docs.where(self.too_long().isNull()).select("id", F.xxhash64("text").alias(TEXT_KEY),
+                                                            F.col("text").alias("value"))
+        return texts.join(self.small(keys), ["id", TEXT_KEY], "left_semi").dropDuplicates(["id"]).drop(TEXT_KEY)
+
+    def small(self, table: DataFrame) -> DataFrame:
+        """``table`` (materialised) marked for broadcast when it has at most ``broadcast_rows`` rows:
+        joined so, the documents stay where they are read instead of being shuffled to it."""
+        limit = self.settings.broadcast_rows
+        return F.broadcast(table) if limit and table.limit(limit + 1).count() <= limit else table
+
     # -- earlier runs --------------------------------------------------------------------------
 
     def earlier_indexes(self) -> List[EarlierIndex]:
@@ -293,11 +308,7 @@ class DedupStage(Stage):
         if s.fuzzy:
             pairs = checkpoint(self.candidates(reps))
             if s.verify == "jaccard":
-                # The text of the copy whose signature stands for the id (copies of one text: any one).
-                texts = docs.where(self.too_long().isNull()).select("id", F.xxhash64("text").alias(TEXT_KEY),
-                                                                    F.col("text").alias("value"))
-                values = (texts.join(sigs.select("id", TEXT_KEY), ["id", TEXT_KEY], "left_semi")
-                          .dropDuplicates(["id"]).drop(TEXT_KEY))
+                values = self.texts_named(docs, sigs, pairs, checkpoint)
             else:
                 values = sigs.select("id", F.col("signature").alias("value"))
             edges = checkpoint(self.verify(pairs, values, values, s.verify))
@@ -312,21 +323,26 @@ class DedupStage(Stage):
         # Read twice, by the output and by the index of what was kept: decided once.
         decisions = checkpoint(decisions)
         kept_columns = [c for c in docs.columns if c not in OWN_COLUMNS]
-        # One decision per id; of the rows sharing an id the first copy takes it, the others are
-        # rejected as duplicate_id (survivor: the same id).
-        out = (docs.select(*kept_columns).join(decisions, "id", "left")
-               .withColumn("_copy", F.row_number().over(self.copy_order(docs.select(*kept_columns)))))
-        repeat = F.col("id").isNotNull() & (F.col("_copy") > 1)
-        repeats = {"_outcome": F.lit("rejected"), "reject_rule": F.lit(DUPLICATE_ID), "survivor_id": F.col("id")}
-        if "survivor_run" in out.columns:
-            repeats["survivor_run"] = F.lit(None).cast("string")
-        out = out.withColumns({name: F.when(repeat, value).otherwise(F.col(name)) for name, value in repeats.items()})
+        out = docs.select(*kept_columns).join(self.small(decisions), "id", "left")
+        repeated_ids = checkpoint(docs.where(F.col("id").isNotNull()).groupBy("id").count().where(F.col("count") > 1))
+        if not repeated_ids.isEmpty():
+            # One decision per id; of the rows sharing an id the first copy takes it, the others are
+            # rejected as duplicate_id (survivor: the same id).
+            repeat = (F.col("id").isNotNull()
+                      & (F.row_number().over(self.copy_order(docs.select(*kept_columns))) > 1))
+            repeats = {"_outcome": F.lit("rejected"), "reject_rule": F.lit(DUPLICATE_ID), "survivor_id": F.col("id")}
+            if "survivor_run" in out.columns:
+                repeats["survivor_run"] = F.lit(None).cast("string")
+            out = (out.withColumn("_repeat", repeat)
+                   .withColumns({name: F.when(F.col("_repeat"), value).otherwise(F.col(name))
+                                 for name, value in repeats.items()})
+                   .drop("_repeat"))
         # Rows without an id cannot be deduplicated or joined back, nor texts over the limit be
         # compared: report them as errors.
         rows_out = over_limit_as_errors(
             out.withColumn("_outcome", F.coalesce("_outcome", F.lit("error")))
             .withColumn("error", F.when(F.col("id").isNull(), F.lit("missing id")))
-            .withColumn(OVER_LIMIT, self.too_long()).drop("_copy"))
+            .withColumn(OVER_LIMIT, self.too_long()))
         kept_keys = decisions.where(F.col("_outcome") == "kept").select("id").join(sigs, "id")
         return Transformed(rows_out, {**figures, "index": kept_keys})
 

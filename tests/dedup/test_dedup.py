@@ -155,10 +155,12 @@ def test_stats_reconcile_and_report_clusters(planted):
     assert set(planted["out"].columns) >= {"id", "url", "text", "cluster_id", "survivor_id", "reject_rule"}
 
 
-@pytest.mark.parametrize("partitions", [1, 4, 16])
-def test_same_result_for_any_partitioning_and_run(spark, planted, partitions):
+@pytest.mark.parametrize("partitions, broadcast_rows", [(1, 500_000), (4, 500_000), (16, 500_000), (4, 0), (4, 10)])
+def test_same_result_for_any_partitioning_run_and_join(spark, planted, partitions, broadcast_rows):
+    """Shuffled (broadcast_rows 0, or tables over it) or broadcast, the joins decide alike."""
     docs = spark.read.parquet(planted["input"]).repartition(partitions)
-    out = DedupStage(spark, planted["cfg"]).transform(docs, ExitStack()).rows
+    cfg = config.load(overrides={"dedup": {"broadcast_rows": broadcast_rows}})
+    out = DedupStage(spark, cfg).transform(docs, ExitStack()).rows
     assert sorted(map(tuple, out.select(*DECISION).collect())) == planted["decisions"]
 
 

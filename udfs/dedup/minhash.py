@@ -65,6 +65,9 @@ class DedupConfig:
     # A join key (exact-hash group, LSH bucket, candidate fan-in, cluster) with more rows than this
     # is spread over ceil(rows / cap) tasks.
     hot_key_cap: int = 20000
+    # A table of at most this many rows that is joined to the documents (the ids the candidate pairs
+    # name, the decisions) is sent to every task instead of shuffling the documents to it; 0 = never.
+    broadcast_rows: int = 500_000
     # Connected components: large-star/small-star rounds before giving up.
     max_rounds: int = 40
     # Where component rounds are checkpointed to cut lineage; empty = Spark local checkpoints.
@@ -85,6 +88,8 @@ class DedupConfig:
         for key in ("word_ngram", "cjk_ngram", "num_perm", "hot_key_cap", "max_rounds"):
             if getattr(self, key) < 1:
                 fail(key, f"must be >= 1, got {getattr(self, key)}")
+        if self.broadcast_rows < 0:
+            fail("broadcast_rows", f"must be >= 0, got {self.broadcast_rows}")
         if not 0.0 <= self.cjk_char_ratio <= 1.0:
             fail("cjk_char_ratio", f"must be in [0, 1], got {self.cjk_char_ratio}")
         if (self.bands == 0) != (self.rows == 0):
