@@ -23,15 +23,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import asdict, dataclass
 from typing import NamedTuple, Sequence, Tuple
 
 import numpy as np
 
 _BOS, _EOS = "\x02", "\x03"  # text boundaries: n-grams like "\x02ho" or ".\x03" say how a text starts/ends
-_INLINE_SPACE = re.compile(r"[^\S\n]+")
-_LINE_BREAKS = re.compile(r" ?\n\s*")
 # Digits → 0 (dates, prices and counts share their n-grams); full-width and CJK punctuation → ASCII,
 # so that n-grams such as ".\n" or ", " learned on one script carry over to CJK text.
 _TRANSLATE = str.maketrans({
@@ -174,9 +171,8 @@ def normalize(text: str, max_chars: int) -> str:
 
     Reads at most ``2 * max_chars`` characters of the input (clients may truncate there).
     """
-    text = _INLINE_SPACE.sub(" ", text[: max_chars * 2]).strip()
-    text = _LINE_BREAKS.sub("\n", text)
-    return text[:max_chars].lower().translate(_TRANSLATE)
+    lines = (" ".join(line.split()) for line in text[: max_chars * 2].split("\n"))
+    return "\n".join(line for line in lines if line)[:max_chars].lower().translate(_TRANSLATE)
 
 
 def _mix(h: np.ndarray) -> np.ndarray:

@@ -65,6 +65,7 @@ def test_normalisation_maps_digits_cjk_punctuation_and_whitespace():
     assert normalize("Price:  ＄１２ on 2024-05-01\n\n\n  Next", 100) == "price: $00 on 0000-00-00\nnext"
     assert normalize("我们去了公园，天气很好。", 100) == "我们去了公园,天气很好."
     assert normalize("x" * 50, 10) == "x" * 10
+    assert normalize(" \t a\u3000 b \r\n \n\u2028c \n", 100) == "a b\nc"  # blank lines and every space kind
 
 
 def test_cjk_text_gets_character_ngrams_and_the_same_line_shapes_as_latin(hasher):
