@@ -70,7 +70,8 @@ from jobs.console import progress_safe_print
 from jobs.report.render import number
 from jobs.report.svg import histogram
 from jobs.stage import OVER_LIMIT, Stage, Transformed, over_limit_as_errors
-from jobs.transforms.components import Checkpointer, attach_group_min, connected_components, join_hot_safe
+from jobs.transforms.components import (Checkpointer, attach_group_min, connected_components, fits_broadcast,
+                                       join_hot_safe)
 from jobs.transforms.dedup_index import INDEX, INDEX_META, EarlierIndex, open_index
 from udfs.common.config import ConfigError
 from udfs.dedup.minhash import DedupConfig, describe_bands, estimated_jaccard, jaccard, shingles, signature_batch
@@ -164,13 +165,13 @@ class DedupStage(Stage):
 
     # -- fuzzy candidates and verification -----------------------------------------------------
 
-    def candidates(self, reps: DataFrame) -> DataFrame:
+    def candidates(self, reps: DataFrame, checkpoint: Checkpointer) -> DataFrame:
         """Star edges (src → dst = bucket's least id) from every LSH bucket with 2+ members."""
         cap = self.settings.hot_key_cap
         members = reps.where(F.col("bands").isNotNull()).select(
             "id", F.posexplode("bands").alias("band", "band_hash"))
         buckets = attach_group_min(members, ["band", "band_hash"], F.col("id"), "bucket_min",
-                                   spread_by="id", cap=cap, min_size=2)
+                                   spread_by="id", cap=cap, min_size=2, **self.groups_materialised(checkpoint))
         return (buckets.where(F.col("id") != F.col("bucket_min"))
                 .select(F.col("id").alias("src"), F.col("bucket_min").alias("dst")).distinct())
 
@@ -215,8 +216,12 @@ class DedupStage(Stage):
     def small(self, table: DataFrame) -> DataFrame:
         """``table`` (materialised) marked for broadcast when it has at most ``broadcast_rows`` rows:
         joined so, the documents stay where they are read instead of being shuffled to it."""
-        limit = self.settings.broadcast_rows
-        return F.broadcast(table) if limit and table.limit(limit + 1).count() <= limit else table
+        return F.broadcast(table) if fits_broadcast(table, self.settings.broadcast_rows) else table
+
+    def groups_materialised(self, checkpoint: Checkpointer) -> dict:
+        """``attach_group_min``'s arguments that materialise its groups and broadcast them when small:
+        the rows being grouped then stay where they are."""
+        return {"checkpoint": checkpoint, "broadcast_rows": self.settings.broadcast_rows}
 
     # -- earlier runs --------------------------------------------------------------------------
 
@@ -291,7 +296,8 @@ class DedupStage(Stage):
         if s.exact:
             # The exact group's best-ranked document represents it in the fuzzy pass.
             grouped = checkpoint(attach_group_min(sigs, ["text_hash"], self.rank(), "rep", spread_by="id",
-                                                  cap=cap, size_column="exact_size")
+                                                  cap=cap, size_column="exact_size",
+                                                  **self.groups_materialised(checkpoint))
                                  .withColumn("rep_id", F.col("rep.id")).drop("rep"))
         else:
             grouped = sigs.withColumn("rep_id", F.col("id")).withColumn("exact_size", F.lit(1).cast("long"))
@@ -306,7 +312,7 @@ class DedupStage(Stage):
             figures["earlier_runs"] = [index.run for index in earlier]
         edges = sigs.select(F.col("id").alias("src"), F.col("id").alias("dst")).where(F.lit(False))
         if s.fuzzy:
-            pairs = checkpoint(self.candidates(reps))
+            pairs = checkpoint(self.candidates(reps, checkpoint))
             if s.verify == "jaccard":
                 values = self.texts_named(docs, sigs, pairs, checkpoint)
             else:
@@ -317,7 +323,7 @@ class DedupStage(Stage):
         components, rounds = connected_components(edges, s.max_rounds, checkpoint)
         figures["cc_rounds"] = rounds
 
-        decisions = self.decide(grouped, components)
+        decisions = self.decide(grouped, components, checkpoint)
         if earlier_decisions is not None:
             decisions = decisions.unionByName(earlier_decisions, allowMissingColumns=True)
         # Read twice, by the output and by the index of what was kept: decided once.
@@ -380,7 +386,7 @@ class DedupStage(Stage):
             keys += [column.isNull(), -column if spec.startswith("-") else column]
         return F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], F.col("id").alias("id"))
 
-    def decide(self, grouped: DataFrame, components: DataFrame) -> DataFrame:
+    def decide(self, grouped: DataFrame, components: DataFrame, checkpoint: Checkpointer) -> DataFrame:
         """(id, cluster_id, survivor_id, reject_rule, _outcome) for every document. A rejected
         document other than its exact group's representative is an exact duplicate, a rejected
         representative a near duplicate."""
@@ -389,10 +395,13 @@ class DedupStage(Stage):
         reps = (grouped.where(F.col("id") == F.col("rep_id"))
                 .join(components, "id", "left")
                 .withColumn("cluster_id", F.coalesce("root", "id")))
-        reps = attach_group_min(reps, ["cluster_id"], self.rank(), "best", spread_by="id", cap=cap)
+        reps = attach_group_min(reps, ["cluster_id"], self.rank(), "best", spread_by="id", cap=cap,
+                                **self.groups_materialised(checkpoint))
         # ... and reach every copy through its exact group, a possibly hot key: salted.
-        reps = reps.select(F.col("id").alias("rep_id"), "cluster_id", "best", F.col("exact_size").alias("_n"))
-        ranked = join_hot_safe(grouped.select("id", "rep_id"), reps, ["rep_id"], spread_by="id", cap=cap)
+        reps = checkpoint(reps.select(F.col("id").alias("rep_id"), "cluster_id", "best",
+                                      F.col("exact_size").alias("_n")))
+        ranked = join_hot_safe(grouped.select("id", "rep_id"), reps, ["rep_id"], spread_by="id", cap=cap,
+                               broadcast=fits_broadcast(reps, self.settings.broadcast_rows))
         survivor = F.col("best.id")
         rejected = F.col("id") != survivor
         return ranked.select(

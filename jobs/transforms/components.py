@@ -19,11 +19,16 @@ from pyspark.sql.window import Window
 
 # ---------------------------------------------------------------- skew-safe joins
 
-def join_hot_safe(many: DataFrame, one: DataFrame, keys: List[str], spread_by: str, cap: int) -> DataFrame:
+def join_hot_safe(many: DataFrame, one: DataFrame, keys: List[str], spread_by: str, cap: int,
+                  broadcast: bool = False) -> DataFrame:
     """Inner join of ``many`` (any number of rows per key) with ``one`` (one row per key, carrying
     that key's row count in ``many`` as ``_n``). A key with more than ``cap`` rows is split over
     ceil(_n / cap) salts: ``many`` rows pick one by a hash of ``spread_by``, the ``one`` row is
-    copied to each. The hot keys are few (at most rows / cap), so their list is broadcast."""
+    copied to each. The hot keys are few (at most rows / cap), so their list is broadcast.
+    With ``broadcast`` (``one`` is small enough to copy to every task) ``one`` is broadcast instead:
+    ``many`` is not shuffled and no key is hot."""
+    if broadcast:
+        return many.join(F.broadcast(one.drop("_n")), keys)
     hot = F.broadcast(one.where(F.col("_n") > cap)
                       .select(*keys, F.ceil(F.col("_n") / F.lit(cap)).cast("long").alias("_salts")))
     many = (many.join(hot, keys, "left")
@@ -36,16 +41,27 @@ def join_hot_safe(many: DataFrame, one: DataFrame, keys: List[str], spread_by: s
     return many.join(one, keys + ["_salt"]).drop("_salt")
 
 
+def fits_broadcast(table: DataFrame, limit: int) -> bool:
+    """Whether ``table`` (materialised: this counts it) has at most ``limit`` rows; 0: never."""
+    return bool(limit) and table.limit(limit + 1).count() <= limit
+
+
 def attach_group_min(rows: DataFrame, keys: List[str], value: Column, out: str, spread_by: str,
-                     cap: int, min_size: int = 1, size_column: Optional[str] = None) -> DataFrame:
+                     cap: int, min_size: int = 1, size_column: Optional[str] = None,
+                     checkpoint: Optional["Checkpointer"] = None, broadcast_rows: int = 0) -> DataFrame:
     """``rows`` plus column ``out`` = min(value) over the rows sharing ``keys`` (and the group's row
-    count as ``size_column`` if named); rows of groups with fewer than ``min_size`` rows are dropped."""
+    count as ``size_column`` if named); rows of groups with fewer than ``min_size`` rows are dropped.
+    With ``checkpoint``, the groups are materialised, and broadcast when at most ``broadcast_rows``."""
     groups = rows.groupBy(*keys).agg(F.min(value).alias(out), F.count(F.lit(1)).alias("_n"))
     if min_size > 1:
         groups = groups.where(F.col("_n") >= min_size)
     if size_column:
         groups = groups.withColumn(size_column, F.col("_n"))
-    return join_hot_safe(rows, groups, keys, spread_by, cap)
+    small = False
+    if checkpoint is not None:
+        groups = checkpoint(groups)
+        small = fits_broadcast(groups, broadcast_rows)
+    return join_hot_safe(rows, groups, keys, spread_by, cap, broadcast=small)
 
 
 # ---------------------------------------------------------------- connected components
