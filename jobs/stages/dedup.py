@@ -288,10 +288,14 @@ class DedupStage(Stage):
         checkpoint = Checkpointer(self.spark, s.checkpoint_dir)
         earlier = self.earlier_indexes()  # checked before the expensive pass
 
+        ids_repeat = not docs.where(F.col("id").isNotNull()).groupBy("id").count().where(F.col("count") > 1).isEmpty()
         # Computed and committed chunk by chunk, or here; materialised once, one row per id, before
-        # anything is joined on id.
-        sigs = checkpoint(self.one_per_id(self.chunk_results if self.chunk_results is not None
-                                          else self.chunk_step(docs)))
+        # anything is joined on id (signatures computed here from documents whose ids are distinct
+        # are one per id already).
+        if self.chunk_results is not None:
+            sigs = checkpoint(self.one_per_id(self.chunk_results))
+        else:
+            sigs = checkpoint(self.one_per_id(self.chunk_step(docs)) if ids_repeat else self.chunk_step(docs))
 
         if s.exact:
             # The exact group's best-ranked document represents it in the fuzzy pass.
@@ -330,8 +334,7 @@ class DedupStage(Stage):
         decisions = checkpoint(decisions)
         kept_columns = [c for c in docs.columns if c not in OWN_COLUMNS]
         out = docs.select(*kept_columns).join(self.small(decisions), "id", "left")
-        repeated_ids = checkpoint(docs.where(F.col("id").isNotNull()).groupBy("id").count().where(F.col("count") > 1))
-        if not repeated_ids.isEmpty():
+        if ids_repeat:
             # One decision per id; of the rows sharing an id the first copy takes it, the others are
             # rejected as duplicate_id (survivor: the same id).
             repeat = (F.col("id").isNotNull()
