@@ -55,6 +55,7 @@ setup(
     ext_modules=[Extension("udfs.filter._quality_signals", ["udfs/filter/_quality_signals.pyx"]),
                  Extension("udfs.filter._ngram_lm", ["udfs/filter/_ngram_lm.pyx"]),  # the n-gram tokenizer and lookups
                  Extension("udfs.filter._badwords", ["udfs/filter/_badwords.pyx"]),  # the C4 bad-words scan
+                 Extension("udfs.dedup._minhash", ["udfs/dedup/_minhash.pyx"]),  # MinHash signatures
                  Extension("udfs.filter._langid_text", ["udfs/filter/_langid_text.pyx"]),  # the line fastText reads
                  Extension("udfs.filter._fasttext_hs", ["udfs/filter/_fasttext_hs.pyx"]),  # fastText's prediction, words cached
                  Extension("udfs.extract._blocks", ["udfs/extract/_blocks.pyx"]),  # the block pass's features and scores

@@ -3,7 +3,8 @@
 Everything here works on plain Python strings and numpy arrays (no Spark), vectorised over a batch
 of documents: a batch's text is turned into one array of code points, tokens and n-gram shingles are
 hashed with numpy arithmetic (a splitmix64 finaliser, 64-bit), and the MinHash permutations
-``(a·h + b) mod p`` run as whole-array operations. No Python loop runs per token or per shingle.
+``(a·h + b) mod p`` run in compiled code (``_minhash.pyx``), all of them in one pass over the
+shingles. No Python loop runs per token or per shingle.
 
 Shingles are word n-grams for space-delimited scripts and character n-grams for scripts written
 without spaces (Chinese, Japanese, Thai…). A document at least half written in such scripts is
@@ -26,6 +27,12 @@ import xxhash
 from udfs.common.config import ConfigError
 from udfs.common.scripts import UNSEGMENTED_RANGES
 from udfs.common.worker import worker_resource
+
+try:
+    from udfs.dedup import _minhash
+except ImportError as exc:  # a checkout that pip has not built, or a shipped udfs/ without the .so
+    raise ImportError("corpusmill's compiled MinHash (udfs/dedup/_minhash.pyx) is not built: "
+                      "install the project with pip (pip install -e .)") from exc
 
 VERIFY_MODES = ("jaccard", "signature", "none")
 
@@ -268,7 +275,6 @@ def _shingles_of_normalised(norm: List[str], cfg: DedupConfig) -> Shingles:
 # (a·h + b) mod p is computed exactly in uint64 (no silent 128-bit overflow).
 PRIME = np.uint64(4294967291)
 EMPTY = np.uint64(PRIME)  # signature value of a document without shingles (above every real value)
-_CHUNK = 1 << 14          # shingles per block: keeps the per-permutation buffer in cache
 
 
 @dataclass(frozen=True)
@@ -285,27 +291,10 @@ class Permutations:
 
 def minhash(sh: Shingles, perms: Permutations) -> np.ndarray:
     """MinHash signatures, shape (documents, num_perm), uint32 values (EMPTY for no shingles)."""
-    n_docs = len(sh.offsets) - 1
-    sig = np.full((n_docs, len(perms.a)), EMPTY, dtype=np.uint64)
-    h = sh.hashes % PRIME
-    doc_of = np.repeat(np.arange(n_docs), sh.counts())
-    buf = np.empty(min(_CHUNK, len(h)), dtype=np.uint64)
-    for lo in range(0, len(h), _CHUNK):
-        block = h[lo:lo + _CHUNK]
-        docs = doc_of[lo:lo + _CHUNK]
-        # Segment starts of the (partial) documents in this block.
-        seg = np.flatnonzero(np.concatenate([[True], docs[1:] != docs[:-1]]))
-        seg_docs = docs[seg]
-        out = buf[:len(block)]
-        part = np.empty((len(seg), len(perms.a)), dtype=np.uint64)
-        for k in range(len(perms.a)):
-            np.multiply(block, perms.a[k], out=out)
-            np.add(out, perms.b[k], out=out)
-            np.remainder(out, PRIME, out=out)
-            part[:, k] = np.minimum.reduceat(out, seg)
-        # A document split across blocks keeps the minimum of its parts.
-        sig[seg_docs] = np.minimum(sig[seg_docs], part)
-    return sig.astype(np.uint32)
+    sig = np.full((len(sh.offsets) - 1, len(perms.a)), EMPTY, dtype=np.uint32)
+    _minhash.minhash_into((sh.hashes % PRIME).astype(np.uint32), np.ascontiguousarray(sh.offsets, dtype=np.int64),
+                          perms.a.astype(np.uint32), perms.b.astype(np.uint32), sig)
+    return sig
 
 
 def band_hashes(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
