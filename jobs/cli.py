@@ -59,6 +59,7 @@ def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
     from jobs.pipeline import plan_stages, run_pipeline
     from jobs.report import write_report
     from jobs.spark import get_session
+    from jobs.stages.score import launch_local_service
     from udfs.pii.scrub import build_scrubber_in_background
 
     cfg = config.load(args.config)
@@ -70,6 +71,8 @@ def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
     # The report and filter's spot-check samples are scrubbed here, in the driver: its scrubber
     # (Presidio's import is slow) is built while the JVM starts, not after the last stage.
     build_scrubber_in_background(cfg.pii)
+    if planned[:1] == ["score"]:
+        launch_local_service(cfg.score, cfg.spark.master)  # its start-up beside the JVM's
     spark = get_session(cfg.spark)
     all_stats = run_pipeline(spark, cfg, args.input, planned, args.output, args.run, args.sample,
                              echo=progress_safe_print, wait_s=args.wait)

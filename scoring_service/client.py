@@ -248,8 +248,19 @@ class LocalService:
         self.process: Optional[subprocess.Popen] = None
         self.url: Optional[str] = None
         self._log = None
+        self._ready = threading.Event()
+        self._found: List[str] = []
 
     def start(self) -> str:
+        """Launch the service (unless ``launch`` has) and wait until it is ready; its URL."""
+        if self.process is None:
+            self.launch()
+        if self.url is None:
+            self.url = self._wait_ready()
+        return self.url
+
+    def launch(self) -> "LocalService":
+        """Start the service's process without waiting for it (``start`` waits)."""
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
@@ -262,29 +273,28 @@ class LocalService:
                *self.extra_args]
         self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._log, env=env, text=True)
         atexit.register(self.stop)
-        self.url = self._wait_ready()
-        return self.url
+        self._ready.clear()
+        self._found.clear()
+        threading.Thread(target=self._read_stdout, args=(self.process.stdout,), name="scoring-service-stdout",
+                         daemon=True).start()
+        return self
+
+    def _read_stdout(self, stdout) -> None:
+        # Keep reading after the ready line so that the child never blocks on a full pipe.
+        for line in stdout:
+            if not self._found and line.startswith("{") and '"ready"' in line:
+                self._found.append(json.loads(line)["url"])
+                self._ready.set()
+        self._ready.set()
 
     def _wait_ready(self) -> str:
-        ready = threading.Event()
-        found: List[str] = []
-
-        def read_stdout():
-            # Keep reading after the ready line so that the child never blocks on a full pipe.
-            for line in self.process.stdout:
-                if not found and line.startswith("{") and '"ready"' in line:
-                    found.append(json.loads(line)["url"])
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=read_stdout, name="scoring-service-stdout", daemon=True).start()
-        ready.wait(self.startup_timeout_s)
-        if not found:
+        self._ready.wait(self.startup_timeout_s)
+        if not self._found:
             tail = self.log_tail()
             self.stop()
             raise ScoringUnavailable(f"local scoring service did not become ready within "
                                      f"{self.startup_timeout_s:.0f} s; end of its log:\n{tail}")
-        return found[0]
+        return self._found[0]
 
     def log_tail(self, lines: int = 20, max_bytes: int = 64 << 10) -> str:
         if not self._log:
@@ -307,7 +317,7 @@ class LocalService:
                 self.process.wait()
         if self.process.stdout:
             self.process.stdout.close()
-        self.process = None
+        self.process, self.url = None, None
         if self._log:
             self._log.close()
             self._log = None

@@ -90,8 +90,9 @@ class ScoreStage(Stage):
             raise ConfigError(f"score.service_url: required when executors run on other machines "
                               f"(master {master}); a loopback service on the driver is not reachable there")
         if self._local_url is None:  # one service for all chunks of a chunked run
-            self._local_url = resources.enter_context(LocalService(settings.model_dir, settings.device,
-                                                                   settings.startup_timeout_s))
+            service = (_LAUNCHED.pop(_service_key(settings), None)
+                       or LocalService(settings.model_dir, settings.device, settings.startup_timeout_s))
+            self._local_url = resources.enter_context(service)
             resources.callback(setattr, self, "_local_url", None)
         return (self._local_url,)
 
@@ -163,6 +164,22 @@ class ScoreStage(Stage):
                     .groupBy(F.least(F.floor(F.col(SCORE) * 10), F.lit(9)).alias("bin")).count().collect())
             histogram = {f"{r['bin'] / 10:.1f}-{(r['bin'] + 1) / 10:.1f}": r["count"] for r in sorted(rows)}
         return {**facts, "score_histogram": histogram}
+
+
+_LAUNCHED = {}  # services launched ahead of the stage (launch_local_service), by _service_key
+
+
+def _service_key(settings: ScoreConfig) -> tuple:
+    return settings.model_dir, settings.device, settings.startup_timeout_s
+
+
+def launch_local_service(settings: ScoreConfig, master: str) -> None:
+    """Launch the loopback service that a score stage with ``settings`` would start, without waiting:
+    it imports MindSpore and loads the model while the JVM starts. The stage takes it over; one left
+    unused (the stage was done already) stops when the process exits."""
+    if settings.mode == "service" and not settings.service_urls and master.startswith("local"):
+        _LAUNCHED.setdefault(_service_key(settings),
+                             LocalService(settings.model_dir, settings.device, settings.startup_timeout_s).launch())
 
 
 def scores_by_outcome(kept: Optional[DataFrame], rejected: Optional[DataFrame]) -> Optional[DataFrame]:

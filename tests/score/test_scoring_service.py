@@ -240,6 +240,26 @@ def test_binding_off_loopback_requires_a_token_and_it_is_checked(tmp_path):
         assert ScoringClient(local, token="s3cret-token").score(["hello there."]).shape == (1,)
 
 
+def test_a_service_launched_ahead_is_taken_over_not_started_twice():
+    from jobs.stages import score as score_module
+    settings = build(PipelineConfig, {}).score
+    key = score_module._service_key(settings)
+    score_module.launch_local_service(settings, "yarn")  # executors elsewhere could not reach it
+    assert key not in score_module._LAUNCHED
+    score_module.launch_local_service(settings, "local[2]")
+    service = score_module._LAUNCHED[key]
+    try:
+        pid = service.process.pid
+        score_module.launch_local_service(settings, "local[2]")
+        assert score_module._LAUNCHED[key] is service
+        url = service.start()  # waits for the launched process
+        assert service.process.pid == pid and get(url, "/readyz")[0] == 200
+    finally:
+        score_module._LAUNCHED.pop(key, None)
+        service.stop()
+    assert service.process is None and service.url is None
+
+
 def test_sigterm_drains_and_exits_cleanly():
     service = LocalService(DEFAULT_MODEL_DIR)
     url = service.start()
