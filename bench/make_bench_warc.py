@@ -1,6 +1,6 @@
 """Build a benchmark WARC of real pages: N HTTP 200 HTML responses, each with its own URL.
 
-    python bench/make_bench_warc.py [--responses 20000] [--split 4]
+    python bench/make_bench_warc.py [--responses 20000] [--split 4] [--seed 7 --non-200 0.05]
 
 Pages: the 990 trafilatura evaluation pages (``../shared/data/html/trafilatura-eval``) and every
 HTTP 200 HTML response of the shared WARCs (ClueWeb09 en/zh, archive.org, gov.uk, Dolma, Common
@@ -11,7 +11,9 @@ their original Content-Type. Written with warcio, one gzip member per record, to
 ``bench/work/extract-bench-<N>.warc.gz``, or with ``--split K`` as K files of consecutive records in
 ``bench/work/extract-bench-<N>.parts/`` (Spark and datatrove parallelise by file). The first M
 records of every size are the same pages with the same URLs, so a smaller build is a subset of a
-larger one.
+larger one. ``--seed`` shuffles the pages in another order, and ``--non-200`` makes that fraction of
+the responses 404, 301 or 503 answers (their own small bodies), spread through the files: an input
+that no setting was tuned on (its files are named after both).
 Research-only and GPL test pages are read from ``../shared`` into the git-ignored work folder only.
 """
 from __future__ import annotations
@@ -58,17 +60,27 @@ def warc_pages() -> Iterator[Page]:
                     yield record.rec_headers.get_header("WARC-Target-URI"), content_type, record.content_stream().read()
 
 
-def source_pages() -> List[Page]:
+DEFAULT_SEED = 20240601
+NON_200 = (("404 Not Found", b"<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1>"
+                             b"<p>The requested URL was not found on this server.</p></body></html>"),
+           ("301 Moved Permanently", b"<html><body><a href=\"https://example.org/moved\">Moved</a></body></html>"),
+           ("503 Service Unavailable", b"<html><body><h1>Service Unavailable</h1><p>Try again later.</p></body></html>"))
+
+
+def source_pages(seed: int = DEFAULT_SEED) -> List[Page]:
     pages = list(eval_pages()) + list(warc_pages())
-    random.Random(20240601).shuffle(pages)
+    random.Random(seed).shuffle(pages)
     return pages
 
 
-def bench_paths(responses: int, split: int = 0) -> List[Path]:
+def bench_paths(responses: int, split: int = 0, seed: int = DEFAULT_SEED, non_200: float = 0.0) -> List[Path]:
     """The file, or with ``split`` the part files, a build of ``responses`` responses writes."""
+    name = f"extract-bench-{responses}"
+    if seed != DEFAULT_SEED or non_200:
+        name += f"-seed{seed}-non200-{non_200:g}"
     if not split:
-        return [WORK / f"extract-bench-{responses}.warc.gz"]
-    return [WORK / f"extract-bench-{responses}.parts" / f"part-{i:04d}-of-{split:04d}.warc.gz" for i in range(split)]
+        return [WORK / f"{name}.warc.gz"]
+    return [WORK / f"{name}.parts" / f"part-{i:04d}-of-{split:04d}.warc.gz" for i in range(split)]
 
 
 def _write(path: Path, records) -> None:
@@ -79,22 +91,31 @@ def _write(path: Path, records) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as out:
         writer = WARCWriter(out, gzip=True)
-        for number, (url, content_type, payload) in records:
+        for number, (url, content_type, payload, *status) in records:
             separator = "&" if "?" in url else "?"
-            http = StatusAndHeaders("200 OK", [("Content-Type", content_type), ("Content-Length", str(len(payload)))],
+            http = StatusAndHeaders(status[0] if status else "200 OK",
+                                    [("Content-Type", content_type), ("Content-Length", str(len(payload)))],
                                     protocol="HTTP/1.1")
             writer.write_record(writer.create_warc_record(f"{url}{separator}cmbench={number}", "response",
                                                           payload=BytesIO(payload), http_headers=http))
     tmp.rename(path)  # a killed build leaves no file that looks finished
 
 
-def build(responses: int = 20000, split: int = 0) -> List[Path]:
+def build(responses: int = 20000, split: int = 0, seed: int = DEFAULT_SEED, non_200: float = 0.0) -> List[Path]:
     """Write the benchmark WARC (or its ``split`` parts) unless already there; returns the paths."""
-    paths = bench_paths(responses, split)
+    paths = bench_paths(responses, split, seed, non_200)
     if all(p.exists() for p in paths):
         return paths
-    pages = source_pages()
-    numbered = [(n, pages[n % len(pages)]) for n in range(responses)]
+    pages = source_pages(seed)
+    answers = random.Random(seed + 1)
+    numbered = []
+    for n in range(responses):
+        url, content_type, payload = pages[n % len(pages)]
+        if answers.random() < non_200:
+            status, payload = answers.choice(NON_200)
+            numbered.append((n, (url, "text/html", payload, status)))
+        else:
+            numbered.append((n, (url, content_type, payload)))
     for i, path in enumerate(paths):
         if not path.exists():
             _write(path, numbered[i * responses // len(paths):(i + 1) * responses // len(paths)])
@@ -105,8 +126,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--responses", type=int, default=20000)
     parser.add_argument("--split", type=int, default=0, help="write this many part files instead of one")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the order of the pages")
+    parser.add_argument("--non-200", type=float, default=0.0, help="fraction of responses that are 404/301/503")
     args = parser.parse_args()
-    for path in build(args.responses, args.split):
+    if not 0 <= args.non_200 < 1:
+        parser.error("--non-200: a fraction in [0, 1)")
+    for path in build(args.responses, args.split, args.seed, args.non_200):
         print(f"{path} ({path.stat().st_size / 2 ** 20:.0f} MB)")
 
 

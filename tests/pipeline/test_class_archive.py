@@ -84,3 +84,32 @@ def test_one_run_writes_at_a_time_and_a_killed_runs_claim_expires(tmp_path):
     options = archive.jvm_options()
     assert not claim.exists() and archive.pending.exists()
     assert options == f"-XX:ArchiveClassesAtExit={archive.pending} -Xlog:cds*=off"
+
+
+def warm_up(config, tmp):
+    return subprocess.run([sys.executable, "-m", "jobs.cli", "warm-up", "--config", str(config)], cwd=tmp,
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp)))
+
+
+@pytest.mark.slow  # every stage on the bundled sample, in a JVM of its own
+def test_warm_up_writes_the_archive_once_by_a_run_of_every_stage(tmp_path):
+    cache = tmp_path / "jvm"
+    config = tmp_path / "warm.yaml"
+    config.write_text(f"include: [{ROOT / 'conf' / 'local.yaml'}]\nspark:\n  class_archive_dir: {cache}\n")
+    first = warm_up(config, tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    archives = list(cache.glob("spark-*.jsa"))
+    assert len(archives) == 1 and archives[0].stat().st_size > 10 ** 6 and not list(cache.glob("*.tmp"))
+    assert "every stage on the sample WARCs" in first.stderr and "mindrecord:" in first.stdout
+    assert not list(tmp_path.glob("corpusmill-warm-up-*"))  # its outputs went with its temporary folder
+    written = archives[0].stat().st_mtime_ns
+    again = warm_up(config, tmp_path)  # the archive is there: nothing runs
+    assert again.returncode == 0 and again.stdout == "" and archives[0].stat().st_mtime_ns == written
+
+
+def test_warm_up_without_an_archive_setting_does_nothing(tmp_path):
+    config = tmp_path / "off.yaml"
+    config.write_text(f"include: [{ROOT / 'conf' / 'local.yaml'}]\nspark:\n  class_archive_dir: ''\n")
+    done = warm_up(config, tmp_path)
+    assert done.returncode == 0 and "nothing to do" in done.stderr and done.stdout == ""
