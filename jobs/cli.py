@@ -61,8 +61,8 @@ def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
     from jobs.pipeline import plan_stages, run_pipeline
     from jobs.report import write_report
     from jobs.spark import get_session
-    from jobs.stages.score import launch_local_service
     from udfs.pii.scrub import build_scrubber_in_background
+    from udfs.score.scoring import launch_local_service
 
     cfg = config.load(args.config)
     planned = plan_stages(stages)

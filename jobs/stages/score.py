@@ -31,10 +31,9 @@ from jobs.fs import HadoopFS
 from jobs.report.render import number
 from jobs.report.svg import KEPT_COLOUR, REJECTED_COLOUR, histogram
 from jobs.stage import MARKER, OUTCOMES, OVER_LIMIT, Stage, Transformed, drop_bookkeeping, over_limit_as_errors
-from scoring_service.client import LocalService
 from scoring_service.artifacts import MODEL_JSON, read_info, served_file
 from udfs.common.config import ConfigError
-from udfs.score.scoring import ScoreConfig, score_texts, worker_client, worker_scorer
+from udfs.score.scoring import ScoreConfig, local_service, score_texts, worker_client, worker_scorer
 
 SCORE = "quality_score"
 REJECT_RULE = "quality_score"
@@ -90,9 +89,7 @@ class ScoreStage(Stage):
             raise ConfigError(f"score.service_url: required when executors run on other machines "
                               f"(master {master}); a loopback service on the driver is not reachable there")
         if self._local_url is None:  # one service for all chunks of a chunked run
-            service = (_LAUNCHED.pop(_service_key(settings), None)
-                       or LocalService(settings.model_dir, settings.device, settings.startup_timeout_s))
-            self._local_url = resources.enter_context(service)
+            self._local_url = resources.enter_context(local_service(settings))
             resources.callback(setattr, self, "_local_url", None)
         return (self._local_url,)
 
@@ -164,22 +161,6 @@ class ScoreStage(Stage):
                     .groupBy(F.least(F.floor(F.col(SCORE) * 10), F.lit(9)).alias("bin")).count().collect())
             histogram = {f"{r['bin'] / 10:.1f}-{(r['bin'] + 1) / 10:.1f}": r["count"] for r in sorted(rows)}
         return {**facts, "score_histogram": histogram}
-
-
-_LAUNCHED = {}  # services launched ahead of the stage (launch_local_service), by _service_key
-
-
-def _service_key(settings: ScoreConfig) -> tuple:
-    return settings.model_dir, settings.device, settings.startup_timeout_s
-
-
-def launch_local_service(settings: ScoreConfig, master: str) -> None:
-    """Launch the loopback service that a score stage with ``settings`` would start, without waiting:
-    it imports MindSpore and loads the model while the JVM starts. The stage takes it over; one left
-    unused (the stage was done already) stops when the process exits."""
-    if settings.mode == "service" and not settings.service_urls and master.startswith("local"):
-        _LAUNCHED.setdefault(_service_key(settings),
-                             LocalService(settings.model_dir, settings.device, settings.startup_timeout_s).launch())
 
 
 def scores_by_outcome(kept: Optional[DataFrame], rejected: Optional[DataFrame]) -> Optional[DataFrame]:

@@ -241,7 +241,7 @@ def test_binding_off_loopback_requires_a_token_and_it_is_checked(tmp_path):
 
 
 def test_a_service_launched_ahead_is_taken_over_not_started_twice():
-    from jobs.stages import score as score_module
+    from udfs.score import scoring as score_module
     settings = build(PipelineConfig, {}).score
     key = score_module._service_key(settings)
     score_module.launch_local_service(settings, "yarn")  # executors elsewhere could not reach it

@@ -11,7 +11,7 @@ import numpy as np
 from udfs.common.config import ConfigError, require_file
 from udfs.common.worker import worker_resource
 from scoring_service.artifacts import DEFAULT_MODEL_DIR
-from scoring_service.client import ScoringClient, ScoringUnavailable
+from scoring_service.client import LocalService, ScoringClient, ScoringUnavailable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -99,6 +99,28 @@ class ScoreConfig:
     @property
     def model_dir(self) -> str:
         return self.model or DEFAULT_MODEL_DIR
+
+
+_LAUNCHED = {}  # loopback services launched ahead of their stage (launch_local_service)
+
+
+def _service_key(settings: ScoreConfig) -> tuple:
+    return settings.model_dir, settings.device, settings.startup_timeout_s
+
+
+def launch_local_service(settings: ScoreConfig, master: str) -> None:
+    """Launch the loopback service that a score stage with ``settings`` would start, without waiting:
+    it imports MindSpore and loads the model while the JVM starts. ``local_service`` hands it to the
+    stage; one left unused (the stage was done already) stops when the process exits."""
+    if settings.mode == "service" and not settings.service_urls and master.startswith("local"):
+        _LAUNCHED.setdefault(_service_key(settings),
+                             LocalService(settings.model_dir, settings.device, settings.startup_timeout_s).launch())
+
+
+def local_service(settings: ScoreConfig) -> LocalService:
+    """The loopback service for ``settings``: the one launched ahead, else a new one (``start`` it)."""
+    return (_LAUNCHED.pop(_service_key(settings), None)
+            or LocalService(settings.model_dir, settings.device, settings.startup_timeout_s))
 
 
 def worker_client(urls: Sequence[str], settings: ScoreConfig, partition: int) -> ScoringClient:
