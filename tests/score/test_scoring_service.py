@@ -240,18 +240,36 @@ def test_binding_off_loopback_requires_a_token_and_it_is_checked(tmp_path):
         assert ScoringClient(local, token="s3cret-token").score(["hello there."]).shape == (1,)
 
 
+def service_children():
+    """This process's child scoring services, by pid."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                command = cmdline.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == os.getpid() and b"scoring_service" in command and b"serve" in command:
+            pids.append(int(entry))
+    return pids
+
+
 def test_a_service_launched_ahead_is_taken_over_not_started_twice():
     from udfs.score import scoring as score_module
     settings = build(PipelineConfig, {}).score
     key = score_module._service_key(settings)
     score_module.launch_local_service(settings, "yarn")  # executors elsewhere could not reach it
     assert key not in score_module._LAUNCHED
+    before = set(service_children())  # the module's own service
     score_module.launch_local_service(settings, "local[2]")
     service = score_module._LAUNCHED[key]
     try:
         pid = service.process.pid
         score_module.launch_local_service(settings, "local[2]")
         assert score_module._LAUNCHED[key] is service
+        assert set(service_children()) - before == {pid}  # no second process
         url = service.start()  # waits for the launched process
         assert service.process.pid == pid and get(url, "/readyz")[0] == 200
     finally:

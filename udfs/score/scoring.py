@@ -112,9 +112,9 @@ def launch_local_service(settings: ScoreConfig, master: str) -> None:
     """Launch the loopback service that a score stage with ``settings`` would start, without waiting:
     it imports MindSpore and loads the model while the JVM starts. ``local_service`` hands it to the
     stage; one left unused (the stage was done already) stops when the process exits."""
-    if settings.mode == "service" and not settings.service_urls and master.startswith("local"):
-        _LAUNCHED.setdefault(_service_key(settings),
-                             LocalService(settings.model_dir, settings.device, settings.startup_timeout_s).launch())
+    key = _service_key(settings)
+    if settings.mode == "service" and not settings.service_urls and master.startswith("local") and key not in _LAUNCHED:
+        _LAUNCHED[key] = LocalService(settings.model_dir, settings.device, settings.startup_timeout_s).launch()
 
 
 def local_service(settings: ScoreConfig) -> LocalService:
