@@ -48,3 +48,7 @@ def test_mismatched_shapes_are_refused():
         minhash_into(np.zeros(3, np.uint32), np.array([0, 3], np.int64), a, a, np.zeros((2, 4), np.uint32))
     with pytest.raises(ValueError, match="past the hashes"):
         minhash_into(np.zeros(3, np.uint32), np.array([0, 5], np.int64), a, a, np.zeros((1, 4), np.uint32))
+    with pytest.raises(ValueError, match="past the hashes"):
+        minhash_into(np.zeros(3, np.uint32), np.array([-2, 3], np.int64), a, a, np.zeros((1, 4), np.uint32))
+    with pytest.raises(ValueError, match="must not decrease"):
+        minhash_into(np.zeros(3, np.uint32), np.array([0, 3, 1, 3], np.int64), a, a, np.zeros((3, 4), np.uint32))

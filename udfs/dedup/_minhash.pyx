@@ -29,8 +29,11 @@ def minhash_into(const uint32_t[::1] hashes, const int64_t[::1] offsets, const u
     cdef uint32_t* row
     if out.shape[0] != n_docs or out.shape[1] != n_perm or b.shape[0] != n_perm:
         raise ValueError("minhash_into: out must be (documents, permutations), a and b one per permutation")
-    if n_docs < 0 or n_perm == 0 or offsets[n_docs] > hashes.shape[0]:
+    if n_docs < 0 or n_perm == 0 or offsets[0] < 0 or offsets[n_docs] > hashes.shape[0]:
         raise ValueError("minhash_into: offsets run past the hashes, or no permutations")
+    for d in range(n_docs):
+        if offsets[d + 1] < offsets[d]:
+            raise ValueError("minhash_into: offsets must not decrease")
     pa, pb = &a[0], &b[0]
     with nogil:
         for d in range(n_docs):
