@@ -5,7 +5,7 @@ veto it) and ``RegexRecognizer``, the base that runs rules and asks ``validate``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import regex
 from presidio_analyzer import AnalysisExplanation, EntityRecognizer, LocalRecognizer, RecognizerResult
@@ -115,6 +115,34 @@ class ContextScorer:
         return self.negative is not None and self.negative.search(segment.lower()) is not None
 
 
+# An anchor that is plain text (letters, digits, spaces, escaped punctuation): found with str.find.
+_LITERAL = regex.compile(r"(?:[^\\.^$*+?{}\[\]|()]|\\[^A-Za-z0-9])+")
+
+
+class AnchorFinder:
+    """Where an anchor matches in a text, left to right and not overlapping, as ``finditer`` gives
+    them. A plain-text anchor is found with ``str.find``: most of a page's anchors are literals
+    ("@", "ghp_", "PRIVATE KEY") and one regex scan each costs several times a find."""
+
+    def __init__(self, pattern: str, timeout_s: float):
+        self.literal = regex.sub(r"\\(.)", r"\1", pattern) if _LITERAL.fullmatch(pattern) else None
+        self.compiled = None if self.literal else regex.compile(pattern)
+        self.timeout_s = timeout_s
+
+    def spans(self, text: str) -> Iterable[Tuple[int, int]]:
+        if self.literal is None:
+            return (m.span() for m in self.compiled.finditer(text, timeout=self.timeout_s))
+        return self._found(text, self.literal)
+
+    @staticmethod
+    def _found(text: str, literal: str) -> Iterator[Tuple[int, int]]:
+        size = len(literal)
+        start = text.find(literal)
+        while start >= 0:
+            yield start, start + size
+            start = text.find(literal, start + size)
+
+
 # ---------------------------------------------------------------------------------------------
 # The regex recognizer base
 
@@ -139,8 +167,10 @@ class RegexRecognizer(LocalRecognizer):
 
     def __init__(self, timeout_s: float = 5.0, context_window: int = 64):
         self.timeout_s = timeout_s
-        self._compiled = [(rule, regex.compile(rule.pattern),
-                           regex.compile(rule.anchor) if rule.anchor else None) for rule in self.RULES]
+        self._compiled = [(rule, regex.compile(rule.pattern)) for rule in self.RULES]
+        # Rules that share an anchor and reach (the SSN and IP variants) share its windows.
+        self._anchors = {(rule.anchor, rule.reach): AnchorFinder(rule.anchor, timeout_s)
+                         for rule in self.RULES if rule.anchor}
         self._context = ContextScorer(self.CONTEXT, self.NEGATIVE_CONTEXT, context_window)
         super().__init__(supported_entities=[self.ENTITY], supported_language=LANGUAGE, context=list(self.CONTEXT))
 
@@ -151,13 +181,13 @@ class RegexRecognizer(LocalRecognizer):
         """(start, end, score) of the entity this candidate holds; score 0 rejects it."""
         return match.start(), match.end(), rule.score
 
-    def _windows(self, text: str, rule: Rule, anchor: Optional[regex.Pattern]) -> List[Tuple[int, int]]:
-        if anchor is None:
+    def _windows(self, text: str, rule: Rule) -> List[Tuple[int, int]]:
+        if not rule.anchor:
             return [(0, len(text))]
         windows: List[Tuple[int, int]] = []
         before, after = rule.reach
-        for m in anchor.finditer(text, timeout=self.timeout_s):
-            lo, hi = max(0, m.start() - before), min(len(text), m.end() + after)
+        for start, end in self._anchors[rule.anchor, rule.reach].spans(text):
+            lo, hi = max(0, start - before), min(len(text), end + after)
             if windows and lo <= windows[-1][1]:
                 windows[-1] = (windows[-1][0], hi)
             else:
@@ -166,9 +196,14 @@ class RegexRecognizer(LocalRecognizer):
 
     def analyze(self, text: str, entities: List[str], nlp_artifacts=None) -> List[RecognizerResult]:
         results = []
-        for rule, compiled, anchor in self._compiled:
+        windows_of: dict = {}
+        for rule, compiled in self._compiled:
             try:
-                for lo, hi in self._windows(text, rule, anchor):
+                key = (rule.anchor, rule.reach)
+                windows = windows_of.get(key)
+                if windows is None:
+                    windows = windows_of[key] = self._windows(text, rule)
+                for lo, hi in windows:
                     for match in compiled.finditer(text, lo, hi, timeout=self.timeout_s):
                         start, end, score = self.validate(text, match, rule)
                         if score > 0:
