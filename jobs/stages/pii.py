@@ -17,7 +17,7 @@ value is ever logged or counted.
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import Dict
+from typing import Dict, Tuple
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -29,10 +29,36 @@ from jobs.stage import Stage, Transformed, over_limit_as_errors
 from udfs.pii.scrub import PiiConfig
 
 
-def replaced_per_type(docs: DataFrame, column: str) -> Dict[str, int]:
-    """Sum of a type → count map column over ``docs``, by type."""
-    rows = docs.select(F.explode(column).alias("type", "n")).groupBy("type").agg(F.sum("n").alias("n")).collect()
-    return {r["type"]: int(r["n"]) for r in sorted(rows, key=lambda r: r["type"])}
+_ENTRY = "struct<column:string,type:string,n:bigint>"
+
+
+def _tagged_entry(column: str):
+    # A function of one argument: F.transform passes the index to a second one.
+    return lambda e: F.struct(F.lit(column).alias("column"), e["key"].alias("type"), e["value"].cast("long").alias("n"))
+
+
+def replaced_per_type(docs: DataFrame, *columns: str) -> Tuple[Dict[str, Dict[str, int]], int]:
+    """Per type → count map column, the sum of its counts over ``docs`` by type; and how many rows
+    have any. One pass: each row's entries, tagged with their column, plus one entry that says
+    whether the row had any, are summed in one aggregation."""
+    has_any = F.lit(False)
+    parts = []
+    for column in columns:
+        tagged = F.transform(F.map_entries(column), _tagged_entry(column))
+        parts.append(F.coalesce(tagged, F.array().cast(f"array<{_ENTRY}>")))
+        has_any = has_any | F.coalesce(F.size(column) > 0, F.lit(False))
+    row = F.array(F.struct(F.lit("").alias("column"), F.lit(None).cast("string").alias("type"),
+                           has_any.cast("long").alias("n")))
+    sums = (docs.select(F.explode(F.concat(*parts, row)).alias("e")).select("e.*")
+            .groupBy("column", "type").agg(F.sum("n").alias("n")).collect())
+    counts: Dict[str, Dict[str, int]] = {column: {} for column in columns}
+    rows_with_any = 0
+    for r in sorted(sums, key=lambda r: (r["column"], r["type"] or "")):
+        if r["column"]:
+            counts[r["column"]][r["type"]] = int(r["n"])
+        else:
+            rows_with_any = int(r["n"] or 0)
+    return counts, rows_with_any
 
 
 class PiiStage(Stage):
@@ -44,14 +70,16 @@ class PiiStage(Stage):
 
     @classmethod
     def report_facts(cls, read, stats: dict) -> dict:
-        counts = {}
-        docs = None  # the written rows, read only for a count its _stats.json lacks
+        counts, missing = {}, []
         for key, column in (("pii_replaced", "pii"), ("url_pii_replaced", "url_pii")):
             if isinstance(stats.get(key), dict):
                 counts[column] = {str(k): int(v) for k, v in stats[key].items()}
-                continue
-            docs = read("kept", "rejected") if docs is None else docs
-            counts[column] = replaced_per_type(docs, column) if docs is not None and column in docs.columns else {}
+            else:
+                counts[column] = {}
+                missing.append(column)
+        docs = read("kept", "rejected") if missing else None  # only for counts its _stats.json lacks
+        if docs is not None:
+            counts.update(replaced_per_type(docs, *[c for c in missing if c in docs.columns])[0])
         return counts
 
     @classmethod
@@ -70,10 +98,8 @@ class PiiStage(Stage):
         """Values replaced per type (in the text and in the URL), and how many kept documents had any."""
         if not HadoopFS(self.spark).exists(f"{stage_dir}/kept"):
             return {"pii_replaced": {}, "url_pii_replaced": {}, "documents_with_pii": 0}
-        kept = self.spark.read.parquet(f"{stage_dir}/kept")
-        return {"pii_replaced": replaced_per_type(kept, "pii"),
-                "url_pii_replaced": replaced_per_type(kept, "url_pii"),
-                "documents_with_pii": kept.where((F.size("pii") > 0) | (F.size("url_pii") > 0)).count()}
+        counts, documents = replaced_per_type(self.spark.read.parquet(f"{stage_dir}/kept"), "pii", "url_pii")
+        return {"pii_replaced": counts["pii"], "url_pii_replaced": counts["url_pii"], "documents_with_pii": documents}
 
 
 if __name__ == "__main__":
