@@ -9,13 +9,14 @@ import sys
 from typing import List, Optional
 
 from scoring_service.artifacts import DEFAULT_MODEL_DIR
+from scoring_service.backend import CPU_THREADS
 
 
 def _serve(args) -> int:
     from scoring_service.server import ServerConfig, resolve_token, serve
 
     config = ServerConfig(model_dir=args.model, host=args.host, port=args.port, backend=args.backend,
-                          device=args.device, workers=args.workers,
+                          device=args.device, workers=args.workers, cpu_threads=args.cpu_threads,
                           device_ids=tuple(args.device_id), max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
                           max_queue_texts=args.max_queue_texts, max_queue_bytes=args.max_queue_bytes,
                           max_request_texts=args.max_request_texts, max_request_bytes=args.max_request_bytes,
@@ -76,6 +77,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     serve.add_argument("--workers", type=int, default=1,
                        help="model replicas, each in a process of its own behind one HTTP front (default 1: "
                             "the model runs in the front's process)")
+    serve.add_argument("--cpu-threads", type=int, default=CPU_THREADS,
+                       help="MindSpore CPU kernel threads per replica (device CPU; default %(default)s: its idle "
+                            "threads spin, so add replicas with --workers rather than threads)")
     serve.add_argument("--max-batch", type=int, default=512, help="texts merged into one forward pass")
     serve.add_argument("--max-wait-ms", type=float, default=5.0, help="wait for more texts to fill a batch")
     serve.add_argument("--max-queue-texts", type=int, default=16384, help="queued texts before 429")

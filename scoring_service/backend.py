@@ -22,6 +22,23 @@ from scoring_service.features import Bags, Encoded, FeatureHasher
 MAX_BATCH_IDS = 1 << 19
 
 
+# MindSpore's CPU kernel threads per process. Its pool's idle threads wait by spinning, so threads
+# beyond the free cores cost CPU the Spark workers beside the service need; the net is small enough
+# that one thread scores as fast. A service scales with replicas (``serve --workers``) instead.
+CPU_THREADS = 1
+
+
+def limit_cpu_threads(threads: int) -> None:
+    """MindSpore's CPU kernel thread count, once per process: MindSpore refuses a second setting, so
+    the first backend of a process (or the user's own ``threads_num`` call) decides."""
+    from mindspore.device_context.cpu import op_tuning
+
+    try:
+        op_tuning.threads_num(threads)
+    except RuntimeError:  # set already in this process
+        pass
+
+
 class Backend:
     """Runs the network: ``predict(Encoded) -> float32 [B]``."""
 
@@ -36,13 +53,15 @@ class MindSporeBackend(Backend):
     """MindSpore graph mode; MindIR with dynamic shapes (one compiled graph for every batch shape)."""
 
     def __init__(self, model_dir: str, info: ModelInfo, device: str = "CPU", device_id: int = 0,
-                 fmt: str = "mindir"):
+                 fmt: str = "mindir", cpu_threads: int = CPU_THREADS):
         super().__init__(model_dir, info, device, device_id)
         import mindspore as ms
 
         from scoring_service.model import build_net, dynamic_inputs
 
         self._ms = ms
+        if device == "CPU":
+            limit_cpu_threads(cpu_threads)
         # set_context, not set_device: set_device refuses to run once a kernel ran in this process
         # (a model trained or loaded before).
         ms.set_context(mode=ms.GRAPH_MODE, device_target=device, device_id=device_id)

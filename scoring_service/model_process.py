@@ -22,11 +22,11 @@ class ReplicaGone(RuntimeError):
     """The replica's process died: its batching thread stops and the other replicas take over."""
 
 
-def _replica_main(conn, model_dir: str, backend: str, device: str, device_id: int) -> None:
+def _replica_main(conn, model_dir: str, backend: str, device: str, device_id: int, cpu_threads: int) -> None:
     try:
         from scoring_service.backend import TextScorer
 
-        scorer = TextScorer.load(model_dir, backend, device, device_id)
+        scorer = TextScorer.load(model_dir, backend, device, device_id, cpu_threads=cpu_threads)
         scorer.score(["warm-up text.", "a\nb"])  # compile the graph before declaring readiness
         conn.send(("ready", getattr(scorer.backend, "loaded_from", None)))
     except Exception:  # noqa: BLE001 — the front reports it and refuses to start
@@ -46,12 +46,12 @@ def _replica_main(conn, model_dir: str, backend: str, device: str, device_id: in
 class ModelProcess:
     """One replica: ``score_bags`` sends a batch and waits for its scores (one batch at a time)."""
 
-    def __init__(self, model_dir: str, backend: str, device: str, device_id: int):
+    def __init__(self, model_dir: str, backend: str, device: str, device_id: int, cpu_threads: int):
         context = multiprocessing.get_context("spawn")
         self._conn, child = context.Pipe()
         self.name = f"model-{device}-{device_id}"
         self.process = context.Process(target=_replica_main, name=self.name, daemon=True,
-                                       args=(child, model_dir, backend, device, device_id))
+                                       args=(child, model_dir, backend, device, device_id, cpu_threads))
         self.process.start()
         child.close()
         self.loaded_from: Optional[str] = None

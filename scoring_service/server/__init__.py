@@ -222,11 +222,13 @@ def start_replicas(config: ServerConfig, startup_timeout_s: float = 300.0) -> li
     """One ``TextScorer`` in this process (``workers`` 1), else ``workers`` model processes, loaded
     side by side; each is warmed up (graph compiled) before the service says it is ready."""
     if config.workers == 1:
-        scorer = TextScorer.load(config.model_dir, config.backend, config.device, config.device_ids[0])
+        scorer = TextScorer.load(config.model_dir, config.backend, config.device, config.device_ids[0],
+                                 cpu_threads=config.cpu_threads)
         scorer.score(["warm-up text.", "a\nb"])
         return [scorer]
     replicas = [ModelProcess(config.model_dir, config.backend, config.device,
-                             config.device_ids[i % len(config.device_ids)]) for i in range(config.workers)]
+                             config.device_ids[i % len(config.device_ids)], config.cpu_threads)
+                for i in range(config.workers)]
     try:
         for replica in replicas:
             replica.wait_ready(startup_timeout_s)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
+from scoring_service.backend import CPU_THREADS
+
 DEVICES = ("CPU", "GPU", "Ascend")
 
 
@@ -22,6 +24,7 @@ class ServerConfig:
     # the front's process). Replica i runs on device_ids[i % len(device_ids)].
     workers: int = 1
     device_ids: Tuple[int, ...] = (0,)
+    cpu_threads: int = CPU_THREADS  # MindSpore's CPU kernel threads per replica (device CPU)
     max_batch: int = 512  # texts merged into one forward pass
     max_wait_ms: float = 5.0  # how long the first text of a batch waits for company
     max_queue_texts: int = 16384  # pending texts beyond which requests get 429
@@ -47,6 +50,8 @@ class ServerConfig:
             found.append("request_timeout_s, answer_timeout_s and drain_timeout_s must be positive")
         if self.workers < 1:
             found.append(f"workers must be at least 1, got {self.workers}")
+        if self.cpu_threads < 1:
+            found.append(f"cpu_threads must be at least 1, got {self.cpu_threads}")
         if self.device not in DEVICES:
             found.append(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if not self.device_ids or min(self.device_ids) < 0:

@@ -248,3 +248,25 @@ def test_shipped_model_ranks_news_above_chat_and_chinese_news_above_chinese_boil
     positives, negatives = quality_corpus.peoples_daily(data, random.Random(1))
     auc_zh, _ = _auc(shipped, positives[:150], negatives)
     assert auc_zh >= 0.85
+
+
+def test_the_backend_sets_mindspore_cpu_threads_once_per_process_and_a_second_backend_loads():
+    import subprocess
+    import sys
+
+    code = ("from mindspore.device_context.cpu import op_tuning\n"
+            "from scoring_service.backend import TextScorer\n"
+            "from scoring_service.artifacts import DEFAULT_MODEL_DIR\n"
+            "before = op_tuning.RuntimeConf.get_instance().is_op_threads_num_configured()\n"
+            "scores = [TextScorer.load(DEFAULT_MODEL_DIR).score(['A plain sentence about rivers.'])[0] for _ in range(2)]\n"
+            "print(before, op_tuning.RuntimeConf.get_instance().is_op_threads_num_configured(), scores[0] == scores[1])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-3:] == ["False", "True", "True"]
+
+
+def test_a_service_config_with_no_cpu_threads_is_refused():
+    from scoring_service.server import ServerConfig
+
+    assert any("cpu_threads" in p for p in ServerConfig(model_dir=DEFAULT_MODEL_DIR, cpu_threads=0).problems())
+    assert not ServerConfig(model_dir=DEFAULT_MODEL_DIR).problems()
