@@ -24,7 +24,7 @@ import json
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from typing import Iterator
+from typing import Iterator, Optional, Tuple
 
 import pyarrow as pa
 from pyspark import StorageLevel, inheritable_thread_target
@@ -53,8 +53,6 @@ FILTER_FIELDS = pa.schema(
 # What a spot-check sample shows of each rejected document.
 SAMPLE_COLUMNS = ["id", "url", "lang", "lang_score", "reject_rule", "reject_value", "failed_rules", "text"]
 _TOP_LANGUAGES = 50
-_RULE_STATS_SCHEMA = from_arrow_schema(pa.schema([FILTER_FIELDS.field(name)
-                                                  for name in ("reject_rule", "lang", "failed_rules")]))
 
 
 class FilterStage(Stage):
@@ -115,37 +113,37 @@ class FilterStage(Stage):
         facts: dict = {}
 
         def release() -> None:  # by the runner, once the write is done (or failed)
-            if "samples" in facts:  # they read the cache too
-                facts["samples"].add_done_callback(lambda _: filtered.unpersist())
+            if "from_cache" in facts:  # it reads the cache too
+                facts["from_cache"].add_done_callback(lambda _: filtered.unpersist())
             else:
                 filtered.unpersist()
         resources.callback(release)
         out, facts["ppl_cutoffs"] = with_ppl_bucket(filtered, settings.perplexity,
                                                     reference=F.col("_outcome") == "kept")
-        if settings.samples_per_rule:
-            # The cut-offs have filled the cache: the samples are picked from it and scrubbed while the
-            # runner writes and counts. (inheritable_thread_target: the samples' jobs run in the
-            # stage's job group.)
-            pool = ThreadPoolExecutor(max_workers=1)
-            facts["samples"] = pool.submit(inheritable_thread_target(self.spark)(self.sample_rows),
-                                           filtered.where(F.col("_outcome") == "rejected"))
-            pool.shutdown(wait=False)  # its one thread ends with the samples
+        # The cut-offs have filled the cache: the per-rule counts and the samples are read from it (the
+        # rows the runner writes) while the runner writes and counts. (inheritable_thread_target: their
+        # jobs run in the stage's job group.)
+        pool = ThreadPoolExecutor(max_workers=1)
+        facts["from_cache"] = pool.submit(inheritable_thread_target(self.spark)(self.facts_from_cache), filtered)
+        pool.shutdown(wait=False)  # its one thread ends with them
         return Transformed(out, facts)
 
-    def extra_stats(self, stage_dir: str, facts: dict) -> dict:
-        fs = HadoopFS(self.spark)
-        parts = [f"{stage_dir}/{d}" for d in ("kept", "rejected") if fs.exists(f"{stage_dir}/{d}")]
-        if not parts:
-            return {"rules": [], "languages": {}, "ppl_cutoffs": facts["ppl_cutoffs"]}
-        # The three columns read, by their written types: no job to infer the schema from a footer.
-        written = self.spark.read.schema(_RULE_STATS_SCHEMA).parquet(*parts)
+    def facts_from_cache(self, filtered: DataFrame) -> Tuple[list, Optional[list]]:
+        """The per-rule counts of the kept and rejected rows, and the samples (None when off)."""
         rules = self.settings.rule_names()
         # One query for both figures: a few rows per (rule, language), each with how many of its
         # documents fail each rule.
-        counts = written.groupBy("reject_rule", "lang").agg(
+        counts = filtered.where(F.col("_outcome").isin("kept", "rejected")).groupBy("reject_rule", "lang").agg(
             F.count(F.lit(1)).alias("n"),
             *[F.sum(F.array_contains("failed_rules", rule).cast("long")).alias(f"fails_{i}")
               for i, rule in enumerate(rules)]).collect()
+        samples = (self.sample_rows(filtered.where(F.col("_outcome") == "rejected"))
+                   if self.settings.samples_per_rule else None)
+        return counts, samples
+
+    def extra_stats(self, stage_dir: str, facts: dict) -> dict:
+        counts, samples = facts["from_cache"].result()
+        rules = self.settings.rule_names()
         first_hit: Counter = Counter()
         alone: Counter = Counter()
         languages: Counter = Counter()
@@ -162,8 +160,9 @@ class FilterStage(Stage):
             "languages": dict(sorted(languages.items(), key=lambda item: (-item[1], item[0]))[:_TOP_LANGUAGES]),
             "ppl_cutoffs": facts["ppl_cutoffs"],
         }
-        if "samples" in facts and fs.exists(f"{stage_dir}/rejected"):
-            stats["samples"] = self.write_samples(fs, stage_dir, facts["samples"].result())
+        fs = HadoopFS(self.spark)
+        if samples is not None and fs.exists(f"{stage_dir}/rejected"):
+            stats["samples"] = self.write_samples(fs, stage_dir, samples)
         return stats
 
     def sample_rows(self, rejected: DataFrame) -> list:
