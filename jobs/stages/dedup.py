@@ -318,7 +318,8 @@ class DedupStage(Stage):
         if s.fuzzy:
             pairs = checkpoint(self.candidates(reps, checkpoint))
             if s.verify == "jaccard":
-                values = self.texts_named(docs, sigs, pairs, checkpoint)
+                # Materialised: both sides of the pairs read it, and the documents are scanned once.
+                values = checkpoint(self.texts_named(docs, sigs, pairs, checkpoint))
             else:
                 values = sigs.select("id", F.col("signature").alias("value"))
             edges = checkpoint(self.verify(pairs, values, values, s.verify))
