@@ -11,8 +11,11 @@ stage that writes its own scrubbed spot-check files (filter's ``samples/``) is s
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from pyspark import inheritable_thread_target
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -27,6 +30,7 @@ EXCERPT_CHARS = 700
 PRESAMPLE = 200  # rows per reason that reach the sort which picks the samples
 HASH_RANGE = 1_000_000
 LENGTH_SAMPLE = 2_000_000  # documents read for the length histogram at most (about)
+REPORT_QUERIES = 4  # run side by side
 
 # Reads a stage's written outcome folders (kept, rejected …) as one DataFrame; None when none exists.
 Reader = Callable[..., Optional[DataFrame]]
@@ -57,30 +61,46 @@ class RunFacts:
                 return spark.read.parquet(*parts) if parts else None
             return read
 
+        # Each stage's queries are small and independent: they run side by side, so a report costs
+        # about its slowest query rather than the sum of them all.
+        queries: Dict[Tuple[str, str], Callable[[], Any]] = {}
         document_stages = [s for s in stages.values() if s.kept_documents]
         if document_stages:
             last = document_stages[-1]
             facts.length_stage = last.name
-            kept = reader(last.name)("kept")
-            if kept is not None and "text" in kept.columns:
-                # Lengths need the text column: on a large run, a deterministic sample is read instead.
-                kept_rows = int(stats[last.name].get("kept") or 0)
-                if kept_rows > LENGTH_SAMPLE:
-                    facts.length_sample = LENGTH_SAMPLE / kept_rows
-                    kept = kept.sample(False, facts.length_sample, seed=0)
-                length = (F.col(last.text_length_column) if last.text_length_column in kept.columns
-                          else None)
-                facts.length_histogram = length_histogram(kept, length)
+            queries["lengths", last.name] = lambda: facts.lengths_of(reader(last.name)("kept"), last, stats[last.name])
         for name, stage in stages.items():
-            facts.stage_facts[name] = stage.report_facts(reader(name), stats[name])
+            queries["facts", name] = partial(stage.report_facts, reader(name), stats[name])
             written = stats[name].get("samples")
-            if isinstance(written, dict) and written:  # the stage's own spot-check files, scrubbed already
-                facts.samples[name] = written_samples(fs, f"{run_dir}/{name}", written)
-                continue
-            rejected = reader(name)("rejected")
-            if rejected is not None:
-                facts.samples[name] = rejected_samples(rejected, pii_config, stats[name].get("rejected"))
+            if not (isinstance(written, dict) and written):  # else the stage's own spot-check files, scrubbed already
+                queries["samples", name] = partial(_samples_of, reader(name), pii_config, stats[name].get("rejected"))
+        with ThreadPoolExecutor(max_workers=REPORT_QUERIES) as pool:
+            answers = {key: pool.submit(inheritable_thread_target(spark)(query)) for key, query in queries.items()}
+            answered = {key: answer.result() for key, answer in answers.items()}
+        for name in stages:
+            facts.stage_facts[name] = answered["facts", name]
+            if ("samples", name) not in answered:
+                facts.samples[name] = written_samples(fs, f"{run_dir}/{name}", stats[name]["samples"])
+            elif answered["samples", name] is not None:
+                facts.samples[name] = answered["samples", name]
         return facts
+
+    def lengths_of(self, kept: Optional[DataFrame], stage, stats: dict) -> None:
+        """The length histogram of ``stage``'s kept documents (``kept``; none when it has no text)."""
+        if kept is None or "text" not in kept.columns:
+            return
+        # Lengths need the text column: on a large run, a deterministic sample is read instead.
+        kept_rows = int(stats.get("kept") or 0)
+        if kept_rows > LENGTH_SAMPLE:
+            self.length_sample = LENGTH_SAMPLE / kept_rows
+            kept = kept.sample(False, self.length_sample, seed=0)
+        length = F.col(stage.text_length_column) if stage.text_length_column in kept.columns else None
+        self.length_histogram = length_histogram(kept, length)
+
+
+def _samples_of(read: Reader, pii: PiiConfig, counts: Optional[Dict[str, int]]) -> Optional[List[dict]]:
+    rejected = read("rejected")
+    return rejected_samples(rejected, pii, counts) if rejected is not None else None
 
 
 def length_histogram(docs: DataFrame, length=None) -> List[Tuple[str, int]]:
