@@ -1,10 +1,10 @@
 """Per-record logic of the dedup stage: normalisation, shingles, MinHash signatures, LSH banding.
 
-Everything here works on plain Python strings and numpy arrays (no Spark), vectorised over a batch
-of documents: a batch's text is turned into one array of code points, tokens and n-gram shingles are
-hashed with numpy arithmetic (a splitmix64 finaliser, 64-bit), and the MinHash permutations
-``(a·h + b) mod p`` run in compiled code (``_minhash.pyx``), all of them in one pass over the
-shingles. No Python loop runs per token or per shingle.
+Everything here works on plain Python strings and numpy arrays (no Spark), over a batch of documents
+at a time: a batch's text is turned into one array of code points, whose tokens and n-gram shingles
+are hashed (a splitmix64 finaliser, 64-bit) in compiled code (``_minhash.pyx``), as are the MinHash
+permutations ``(a·h + b) mod p``, all of them in one pass over the shingles. No Python loop runs per
+token or per shingle.
 
 Shingles are word n-grams for space-delimited scripts and character n-grams for scripts written
 without spaces (Chinese, Japanese, Thai…). A document at least half written in such scripts is
@@ -194,13 +194,6 @@ def _salt(i: int) -> np.uint64:
 _UNSEG_EDGES = np.array([edge for lo, hi in UNSEGMENTED_RANGES for edge in (lo, hi + 1)], dtype=np.uint32)
 
 
-def _unsegmented(cps: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(cps), dtype=bool)
-    high = np.flatnonzero(cps >= _UNSEG_EDGES[0])  # most Latin-script text has none
-    out[high] = np.searchsorted(_UNSEG_EDGES, cps[high], side="right") & 1
-    return out
-
-
 @dataclass
 class Shingles:
     """Shingle hashes of a batch: ``hashes[offsets[i]:offsets[i + 1]]`` belong to document i."""
@@ -217,56 +210,16 @@ def shingles(texts: Sequence[str], cfg: DedupConfig) -> Shingles:
 
 
 def _shingles_of_normalised(norm: List[str], cfg: DedupConfig) -> Shingles:
-    n_docs = len(norm)
-    lengths = np.fromiter((len(t) for t in norm), dtype=np.int64, count=n_docs)
+    lengths = np.fromiter((len(t) for t in norm), dtype=np.int64, count=len(norm))
     # One space between documents: no token crosses a document boundary.
     cps = np.frombuffer(" ".join(norm).encode("utf-32-le"), dtype=np.uint32)
-    doc_of_char = np.repeat(np.arange(n_docs), lengths + 1)[:len(cps)]
-    space = cps == 32
-    unseg = _unsegmented(cps)
-    chars = np.flatnonzero(~space)
-    if not len(chars):
-        return Shingles(np.zeros(0, np.uint64), np.zeros(n_docs + 1, np.int64))
-    # Character mode for documents written mostly in unsegmented scripts: every non-space
-    # character is a token. Otherwise a token is a run of non-space characters, except that a
-    # character of an unsegmented script is a token of its own.
-    unseg_chars = np.bincount(doc_of_char[unseg], minlength=n_docs)
-    nonspace_chars = np.bincount(doc_of_char[chars], minlength=n_docs)
-    char_mode = (unseg_chars > 0) & (unseg_chars >= cfg.cjk_char_ratio * nonspace_chars)
-    before_space = np.concatenate([[True], space[:-1]])
-    before_unseg = np.concatenate([[False], unseg[:-1]])
-    starts_token = ~space & (before_space | unseg | before_unseg | char_mode[doc_of_char])
+    hashes, offsets = _minhash.shingle_hashes(cps, lengths, _UNSEG_EDGES, _ngram_salts(cfg), cfg.word_ngram,
+                                              cfg.cjk_ngram, cfg.cjk_char_ratio)
+    return Shingles(hashes, offsets)
 
-    # Token hash: sum of mixed (code point, position in token) keys, mixed again.
-    first = starts_token[chars]
-    token_first = np.flatnonzero(first)            # index into `chars` of each token's first char
-    token_pos = chars[token_first]                 # position in `cps` of each token's first char
-    in_token = np.arange(len(chars)) - token_first[np.cumsum(first) - 1]
-    keys = cps[chars].astype(np.uint64) | (in_token.astype(np.uint64) << _U(21))
-    tokens = _mix(np.add.reduceat(_mix(keys), token_first))
 
-    n_tok = len(tokens)
-    token_doc = doc_of_char[token_pos]
-    per_doc = np.bincount(token_doc, minlength=n_docs)
-    doc_n = np.where(char_mode, cfg.cjk_ngram, cfg.word_ngram)
-    doc_first_tok = np.concatenate([[0], np.cumsum(per_doc)[:-1]])
-    doc_end_tok = doc_first_tok + per_doc
-
-    idx = np.arange(n_tok)
-    n = doc_n[token_doc]
-    end = doc_end_tok[token_doc]
-    # An n-gram starts at every token with n tokens left in its document; a document shorter than
-    # n tokens is one shingle made of all its tokens.
-    valid = (idx + n <= end) | ((idx == doc_first_tok[token_doc]) & (per_doc[token_doc] < n))
-    acc = np.zeros(n_tok, dtype=np.uint64)
-    for i in range(int(doc_n.max())):
-        shifted = np.zeros(n_tok, dtype=np.uint64)
-        shifted[:max(n_tok - i, 0)] = tokens[i:]
-        use = (i < n) & (idx + i < end)
-        acc += np.where(use, _mix(shifted ^ _salt(i)), _U(0))
-    hashes = _mix(acc[valid])
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(token_doc[valid], minlength=n_docs))])
-    return Shingles(hashes, offsets.astype(np.int64))
+def _ngram_salts(cfg: DedupConfig) -> np.ndarray:
+    return np.array([_salt(i) for i in range(max(cfg.word_ngram, cfg.cjk_ngram))], dtype=np.uint64)
 
 
 # ---------------------------------------------------------------- MinHash
