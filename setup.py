@@ -61,6 +61,7 @@ setup(
                  Extension("udfs.extract._blocks", ["udfs/extract/_blocks.pyx"]),  # the block pass's features and scores
                  Extension("udfs.extract._text_spaces", ["udfs/extract/_text_spaces.pyx"]),  # normalize_text's space folding
                  Extension("udfs.extract._lexbor", ["udfs/extract/_lexbor.pyx"]),  # lexbor, found in selectolax's module
-                 Extension("udfs.extract._page_walk", ["udfs/extract/_page_walk.pyx"])],  # a page's units from lexbor's DOM
+                 Extension("udfs.extract._page_walk", ["udfs/extract/_page_walk.pyx"]),  # a page's units from lexbor's DOM
+                 Extension("scoring_service._features", ["scoring_service/_features.pyx"])],  # the scorer's content bag
     entry_points={"console_scripts": ["corpusmill=jobs.cli:main"]},
 )

@@ -16,8 +16,9 @@ text), and CJK and full-width punctuation is mapped to ASCII, so ``lines`` and `
 same thing in Chinese as in English: the model can carry over what it learned about the layout of
 prose and of boilerplate to scripts it has little training text for.
 
-Every n-gram of the whole batch is hashed at once from one prefix-hash array of the concatenated
-code points; there is no Python loop over n-grams, only one normalisation call per text.
+The content bag is hashed in compiled code (``_features.pyx``), in one pass over the batch's code
+points; the line shapes and the layout with numpy. There is no Python loop over n-grams, only one
+normalisation call per text.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from dataclasses import asdict, dataclass
 from typing import NamedTuple, Sequence, Tuple
 
 import numpy as np
+
+from scoring_service import _features
 
 _BOS, _EOS = "\x02", "\x03"  # text boundaries: n-grams like "\x02ho" or ".\x03" say how a text starts/ends
 # Digits → 0 (dates, prices and counts share their n-grams); full-width and CJK punctuation → ASCII,
@@ -50,9 +53,6 @@ _CLAUSE_END = _codes(",;:-\u2013\u2014")
 _CLOSERS = _codes("\"')]")
 _SYMBOLS = _codes("|/\\#@*=+_~^<>[]{}&%$\u00bb\u00ab\u203a\u2039\u2022\u00b7\u00a9\u00ae\u2122\u2192\u25b6\u25ba")
 
-_PRIME = np.uint64(0x100000001B3)  # odd, so invertible modulo 2**64
-_PRIME_INV = np.uint64(pow(int(_PRIME), -1, 1 << 64))
-_WORD_SALT = np.uint64(0x9E3779B97F4A7C15)
 
 # Line shapes: 11 log2 length buckets × 3 endings; ids 1..33 for a line, then pairs of lines.
 _LENGTH_BUCKETS, _ENDINGS = 11, 3
@@ -175,13 +175,6 @@ def normalize(text: str, max_chars: int) -> str:
     return "\n".join(line for line in lines if line)[:max_chars].lower().translate(_TRANSLATE)
 
 
-def _mix(h: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser: spreads polynomial hashes evenly over the buckets."""
-    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return h ^ (h >> np.uint64(31))
-
-
 def _is_cjk(cp: np.ndarray) -> np.ndarray:
     """Han, kana, hangul and CJK punctuation: scripts written without spaces between words."""
     return (((cp >= 0x2E80) & (cp <= 0x9FFF)) | ((cp >= 0xAC00) & (cp <= 0xD7AF))
@@ -209,12 +202,11 @@ def _flat(docs: np.ndarray, ids: np.ndarray, batch: int) -> Tuple[np.ndarray, np
 
 
 class FeatureHasher:
-    """Texts → ``Encoded`` bags. Stateless apart from a cache of powers of the hash base."""
+    """Texts → ``Encoded`` bags. Stateless."""
 
     def __init__(self, spec: HashingSpec):
         self.spec = spec
-        self._powers = np.ones(1, dtype=np.uint64)
-        self._inverse_powers = np.ones(1, dtype=np.uint64)
+        self._char_orders = np.array(spec.char_ngrams, dtype=np.int64)
 
     def encode(self, texts: Sequence[str]) -> Encoded:
         """A batch as the network takes it."""
@@ -222,83 +214,16 @@ class FeatureHasher:
 
     def encode_bags(self, texts: Sequence[str]) -> Bags:
         """The unpadded bags of a batch (what clients send the service)."""
-        (c_doc, c_ids), (l_doc, l_ids), layout = self._features(texts)
-        return Bags(*_flat(c_doc, c_ids, len(texts)), *_flat(l_doc, l_ids, len(texts)), layout)
+        spec = self.spec
+        normed = [_BOS + normalize(t or "", spec.max_chars) + _EOS for t in texts]
+        cp = np.frombuffer("".join(normed).encode("utf-32-le", "replace"), dtype=np.uint32).astype(np.uint64)
+        lengths = np.fromiter((len(t) for t in normed), dtype=np.int64, count=len(normed))
+        content, content_offsets = _features.content_bags(cp, lengths, self._char_orders, spec.word_ngrams,
+                                                          spec.buckets)
+        line_doc, line_ids, layout = self._layout(cp, np.repeat(np.arange(len(normed)), lengths), len(normed))
+        return Bags(content, content_offsets, *_flat(line_doc, line_ids, len(texts)), layout)
 
     # -- internals
-
-    def _powers_upto(self, n: int) -> Tuple[np.ndarray, np.ndarray]:
-        if len(self._powers) < n:
-            size = max(n, 2 * len(self._powers))
-            with np.errstate(over="ignore"):
-                powers = np.cumprod(np.full(size, _PRIME, dtype=np.uint64))
-                inverse = np.cumprod(np.full(size, _PRIME_INV, dtype=np.uint64))
-            # Shift by one so that index i holds base**i (and its inverse).
-            self._powers = np.concatenate(([np.uint64(1)], powers[:-1]))
-            self._inverse_powers = np.concatenate(([np.uint64(1)], inverse[:-1]))
-        return self._powers[:n], self._inverse_powers[:n]
-
-    def _features(self, texts: Sequence[str]):
-        normed = [_BOS + normalize(t or "", self.spec.max_chars) + _EOS for t in texts]
-        joined = "".join(normed).encode("utf-32-le", "replace")
-        cp = np.frombuffer(joined, dtype=np.uint32).astype(np.uint64)
-        lengths = np.fromiter((len(t) for t in normed), dtype=np.int64, count=len(normed))
-        doc = np.repeat(np.arange(len(normed)), lengths)
-        line_doc, line_ids, layout = self._layout(cp, doc, len(normed))
-        return self._content(cp, doc), (line_doc, line_ids), layout
-
-    def _content(self, cp: np.ndarray, doc: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """Flat ``(doc index, bucket id)`` of every character and word n-gram of the batch."""
-        spec, n = self.spec, len(cp)
-        powers, inverse = self._powers_upto(n + 1)
-        with np.errstate(over="ignore"):
-            prefix = np.zeros(n + 1, dtype=np.uint64)
-            np.cumsum((cp + np.uint64(1)) * powers[:n], out=prefix[1:])
-
-            def substring_hash(start: np.ndarray, length) -> np.ndarray:
-                # Position-independent: the same n-gram hashes the same wherever it occurs.
-                return (prefix[start + length] - prefix[start]) * inverse[start]
-
-            out_docs, out_hashes = [], []
-            for order in spec.char_ngrams:
-                start = np.arange(max(n - order + 1, 0))
-                start = start[doc[start] == doc[start + order - 1]]
-                out_docs.append(doc[start])
-                out_hashes.append(substring_hash(start, order) + np.uint64(order))
-
-            if spec.word_ngrams:
-                w_start, w_len = self._words(cp)
-                w_doc = doc[w_start]
-                w_hash = _mix(substring_hash(w_start, w_len) ^ _WORD_SALT)
-                out_docs.append(w_doc)
-                out_hashes.append(w_hash)
-                for order in range(2, spec.word_ngrams + 1):
-                    count = len(w_hash) - order + 1
-                    same = w_doc[order - 1:] == w_doc[:count]
-                    combined = w_hash[:count].copy()
-                    for k in range(1, order):
-                        combined = _mix(combined * _PRIME + w_hash[k: k + count])
-                    out_docs.append(w_doc[:count][same])
-                    out_hashes.append(combined[same])
-            hashes = _mix(np.concatenate(out_hashes))
-        buckets = (hashes % np.uint64(spec.buckets - 1)).astype(np.int32) + 1
-        return np.concatenate(out_docs), buckets
-
-    @staticmethod
-    def _words(cp: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """Words: runs of non-space characters outside CJK; each CJK character is a word by itself."""
-        cjk = _is_cjk(cp)
-        space = (cp <= 0x20) | (cp == 0xA0)
-        word = ~space & ~cjk
-        prev = np.concatenate(([False], word[:-1]))
-        nxt = np.concatenate((word[1:], [False]))
-        starts = np.flatnonzero(word & ~prev)
-        ends = np.flatnonzero(word & ~nxt) + 1
-        cjk_pos = np.flatnonzero(cjk)
-        start = np.concatenate((starts, cjk_pos))
-        length = np.concatenate((ends - starts, np.ones(len(cjk_pos), dtype=np.int64)))
-        order = np.argsort(start, kind="stable")
-        return start[order], length[order]
 
     @staticmethod
     def _layout(cp: np.ndarray, doc: np.ndarray, batch: int):

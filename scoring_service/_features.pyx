@@ -1,0 +1,112 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The content bag of ``features.py`` in compiled code: every character n-gram, word and word n-gram
+of a batch hashed in one pass over its code points, the ids grouped by text as they come.
+
+The same ids, in the same order, as the numpy steps (``FeatureHasher._content`` then ``_flat``): per
+text, the character n-grams of each order in ``char_orders`` by position, then the words, then the
+word n-grams of each order. A substring hashes to sum((code point + 1)·P^j) over its characters
+(wrapping 64-bit); a character n-gram to that plus its order; a word to mix(its hash ^ WORD_SALT); a
+word n-gram to the fold mix(h·P + next word's hash) over its words. Every hash is mixed once more
+and bucketed to ``1 + h mod (buckets - 1)``.
+"""
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t, uint64_t
+
+cdef uint64_t PRIME = 0x100000001B3
+cdef uint64_t WORD_SALT = 0x9E3779B97F4A7C15
+
+
+cdef inline uint64_t mix64(uint64_t h) noexcept nogil:
+    h = (h ^ (h >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
+    h = (h ^ (h >> 27)) * <uint64_t>0x94D049BB133111EB
+    return h ^ (h >> 31)
+
+
+cdef inline bint is_cjk(uint64_t cp) noexcept nogil:
+    return ((0x2E80 <= cp <= 0x9FFF) or (0xAC00 <= cp <= 0xD7AF) or (0xF900 <= cp <= 0xFAFF)
+            or (0xFF00 <= cp <= 0xFFEF) or (0x20000 <= cp <= 0x3FFFF))
+
+
+cdef inline bint is_space(uint64_t cp) noexcept nogil:
+    return cp <= 0x20 or cp == 0xA0
+
+
+cdef inline int32_t bucket(uint64_t h, uint64_t slots) noexcept nogil:
+    return <int32_t>(mix64(h) % slots) + 1
+
+
+def content_bags(const uint64_t[::1] cp, const int64_t[::1] lengths, const int64_t[::1] char_orders,
+                 int word_ngrams, int64_t buckets):
+    """(ids int32, offsets int64) of the content bag of each text: ``cp`` holds the texts' code points
+    one after another (``lengths`` of them each), text d's ids are ``ids[offsets[d]:offsets[d + 1]]``."""
+    cdef Py_ssize_t n_docs = lengths.shape[0], n = cp.shape[0], n_orders = char_orders.shape[0]
+    cdef Py_ssize_t d, i, j, k, s, e, o, total = 0, out_n = 0, nw, capacity
+    cdef uint64_t h, power, slots = <uint64_t>(buckets - 1)
+    cdef int64_t max_order = 0
+    for d in range(n_docs):
+        if lengths[d] < 0:
+            raise ValueError("content_bags: negative length")
+        total += lengths[d]
+    if total != n:
+        raise ValueError("content_bags: the lengths do not add up to the code points")
+    for i in range(n_orders):
+        if char_orders[i] < 1:
+            raise ValueError("content_bags: character n-gram orders must be positive")
+        max_order = max(max_order, char_orders[i])
+    if word_ngrams < 0 or buckets < 2:
+        raise ValueError("content_bags: word_ngrams must not be negative, buckets at least 2")
+    # At most one id per position per character order, and one per word and word n-gram.
+    capacity = n * (n_orders + max(word_ngrams, 0)) + 1
+    ids_array = np.empty(capacity, dtype=np.int32)
+    words_array = np.empty(n + 1, dtype=np.uint64)
+    offsets_array = np.zeros(n_docs + 1, dtype=np.int64)
+    cdef int32_t[::1] ids = ids_array
+    cdef uint64_t[::1] words = words_array
+    cdef int64_t[::1] offsets = offsets_array
+    with nogil:
+        s = 0
+        for d in range(n_docs):
+            e = s + lengths[d]
+            for k in range(n_orders):
+                o = char_orders[k]
+                for i in range(s, e - o + 1):
+                    h = 0
+                    power = 1
+                    for j in range(o):
+                        h += (cp[i + j] + 1) * power
+                        power *= PRIME
+                    ids[out_n] = bucket(h + <uint64_t>o, slots)
+                    out_n += 1
+            if word_ngrams:
+                # Words: runs of characters that are neither space nor CJK; a CJK character is a word.
+                nw = 0
+                i = s
+                while i < e:
+                    if is_space(cp[i]):
+                        i += 1
+                        continue
+                    h = 0
+                    power = 1
+                    if is_cjk(cp[i]):
+                        h = cp[i] + 1
+                        i += 1
+                    else:
+                        while i < e and not is_space(cp[i]) and not is_cjk(cp[i]):
+                            h += (cp[i] + 1) * power
+                            power *= PRIME
+                            i += 1
+                    words[nw] = mix64(h ^ WORD_SALT)
+                    ids[out_n] = bucket(words[nw], slots)
+                    out_n += 1
+                    nw += 1
+                for o in range(2, word_ngrams + 1):
+                    for i in range(nw - o + 1):
+                        h = words[i]
+                        for j in range(1, o):
+                            h = mix64(h * PRIME + words[i + j])
+                        ids[out_n] = bucket(h, slots)
+                        out_n += 1
+            offsets[d + 1] = out_n
+            s = e
+    return ids_array[:out_n].copy(), offsets_array

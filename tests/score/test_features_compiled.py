@@ -1,0 +1,122 @@
+"""The scorer's compiled content bag (scoring_service/_features.pyx) against its definition in numpy:
+every n-gram hashed from one prefix-hash array of the batch's code points, the ids then grouped by
+text with a stable sort. A model hashes exactly as it was trained, so the ids and their order (the
+order in which the network sums them) must be the same."""
+import random
+
+import numpy as np
+import pytest
+
+from conftest import shared
+from scoring_service import _features
+from scoring_service.artifacts import DEFAULT_MODEL_DIR, read_info
+from scoring_service.features import _BOS, _EOS, FeatureHasher, HashingSpec, _flat, _is_cjk, normalize
+
+PRIME = np.uint64(0x100000001B3)
+PRIME_INV = np.uint64(pow(int(PRIME), -1, 1 << 64))
+WORD_SALT = np.uint64(0x9E3779B97F4A7C15)
+
+
+def mix(h):
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def words(cp):
+    """Runs of non-space characters outside CJK; each CJK character is a word by itself."""
+    cjk = _is_cjk(cp)
+    space = (cp <= 0x20) | (cp == 0xA0)
+    word = ~space & ~cjk
+    prev = np.concatenate(([False], word[:-1]))
+    nxt = np.concatenate((word[1:], [False]))
+    starts = np.flatnonzero(word & ~prev)
+    ends = np.flatnonzero(word & ~nxt) + 1
+    cjk_pos = np.flatnonzero(cjk)
+    start = np.concatenate((starts, cjk_pos))
+    length = np.concatenate((ends - starts, np.ones(len(cjk_pos), dtype=np.int64)))
+    order = np.argsort(start, kind="stable")
+    return start[order], length[order]
+
+
+def numpy_content_bags(spec: HashingSpec, cp, lengths):
+    n = len(cp)
+    doc = np.repeat(np.arange(len(lengths)), lengths)
+    with np.errstate(over="ignore"):
+        powers = np.concatenate(([np.uint64(1)], np.cumprod(np.full(n, PRIME, dtype=np.uint64))))[:n + 1]
+        inverse = np.concatenate(([np.uint64(1)], np.cumprod(np.full(n, PRIME_INV, dtype=np.uint64))))[:n + 1]
+        prefix = np.zeros(n + 1, dtype=np.uint64)
+        np.cumsum((cp + np.uint64(1)) * powers[:n], out=prefix[1:])
+
+        def substring_hash(start, length):
+            return (prefix[start + length] - prefix[start]) * inverse[start]
+
+        out_docs, out_hashes = [], []
+        for order in spec.char_ngrams:
+            start = np.arange(max(n - order + 1, 0))
+            start = start[doc[start] == doc[start + order - 1]]
+            out_docs.append(doc[start])
+            out_hashes.append(substring_hash(start, order) + np.uint64(order))
+        if spec.word_ngrams:
+            w_start, w_len = words(cp)
+            w_doc = doc[w_start]
+            w_hash = mix(substring_hash(w_start, w_len) ^ WORD_SALT)
+            out_docs.append(w_doc)
+            out_hashes.append(w_hash)
+            for order in range(2, spec.word_ngrams + 1):
+                count = len(w_hash) - order + 1
+                same = w_doc[order - 1:] == w_doc[:count]
+                combined = w_hash[:count].copy()
+                for k in range(1, order):
+                    combined = mix(combined * PRIME + w_hash[k: k + count])
+                out_docs.append(w_doc[:count][same])
+                out_hashes.append(combined[same])
+        hashes = mix(np.concatenate(out_hashes))
+    buckets = (hashes % np.uint64(spec.buckets - 1)).astype(np.int32) + 1
+    return _flat(np.concatenate(out_docs), buckets, len(lengths))
+
+
+def code_points(texts, spec):
+    normed = [_BOS + normalize(t or "", spec.max_chars) + _EOS for t in texts]
+    cp = np.frombuffer("".join(normed).encode("utf-32-le", "replace"), dtype=np.uint32).astype(np.uint64)
+    return cp, np.fromiter((len(t) for t in normed), dtype=np.int64, count=len(normed))
+
+
+@pytest.mark.parametrize("spec", [read_info(DEFAULT_MODEL_DIR).hashing,
+                                  HashingSpec(buckets=97, char_ngrams=(1, 5), word_ngrams=3, max_chars=300),
+                                  HashingSpec(buckets=2, char_ngrams=(3,), word_ngrams=0, max_chars=50)])
+def test_content_bags_match_their_definition(spec):
+    rng = random.Random(5)
+    # Latin, CJK (BMP and beyond), full-width, no-break and other spaces, digits, line breaks, empty texts.
+    pieces = ["a", "bc", " ", "中", "文", "\u00a0", "1", "é", "\n", "。", "x", "\t", "\U00020000", "word", ". ", "ｱ"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randrange(0, 90))) for _ in range(1500)]
+    texts += ["", None, " ", "\n\n", "中"]
+    texts += [p.read_text(encoding="utf-8", errors="replace")[:5000]
+              for p in sorted(shared("corpora").rglob("*.txt"))[:20]]
+    orders = np.array(spec.char_ngrams, dtype=np.int64)
+    for size in (1, 3, 256):
+        for start in range(0, len(texts), size if size > 1 else 61):
+            cp, lengths = code_points(texts[start:start + size], spec)
+            ids, offsets = _features.content_bags(cp, lengths, orders, spec.word_ngrams, spec.buckets)
+            expected_ids, expected_offsets = numpy_content_bags(spec, cp, lengths)
+            assert np.array_equal(ids, expected_ids) and np.array_equal(offsets, expected_offsets)
+
+
+def test_the_hasher_encodes_with_the_compiled_bag():
+    spec = read_info(DEFAULT_MODEL_DIR).hashing
+    texts = ["A first sentence.\nAnd a second line", "", "中文的句子。"]
+    bags = FeatureHasher(spec).encode_bags(texts)
+    assert np.array_equal(bags.content, numpy_content_bags(spec, *code_points(texts, spec))[0])
+
+
+def test_lengths_that_do_not_add_up_are_refused():
+    cp = np.arange(10, dtype=np.uint64)
+    orders = np.array([2], dtype=np.int64)
+    with pytest.raises(ValueError, match="add up"):
+        _features.content_bags(cp, np.array([4, 5], np.int64), orders, 2, 100)
+    with pytest.raises(ValueError, match="negative"):
+        _features.content_bags(cp, np.array([-1, 11], np.int64), orders, 2, 100)
+    with pytest.raises(ValueError, match="positive"):
+        _features.content_bags(cp, np.array([10], np.int64), np.array([0], np.int64), 2, 100)
+    with pytest.raises(ValueError, match="buckets"):
+        _features.content_bags(cp, np.array([10], np.int64), orders, 2, 1)
