@@ -29,6 +29,13 @@ def cl100k():
 def test_bundled_cl100k_is_the_real_vocabulary(cl100k):
     assert cl100k.encode_batch(["hello world"])[0].tolist() == [15339, 1917]  # GPT-4's ids
     assert cl100k.eos_id == 100257 and cl100k.vocab_size == 100277
+
+
+def test_one_thread_and_a_pool_of_threads_tokenize_alike(cl100k):
+    texts = [d["text"] for d in wiki_articles(limit=5)] + ["", "<|endoftext|> as text"]
+    pooled = cached_tokenizer(TokenizerConfig(threads=3))
+    assert [ids.tolist() for ids in cl100k.encode_batch(texts)] == [ids.tolist() for ids in pooled.encode_batch(texts)]
+    assert cl100k.encode_batch(["<|endoftext|>"])[0].tolist() != [cl100k.eos_id]
     text = "中华人民共和国成立了。Tokenizers see <|endoftext|> as plain text here."
     ids = cl100k.encode_batch([text])[0]
     assert cl100k.decode(ids) == text and 100257 not in ids.tolist()

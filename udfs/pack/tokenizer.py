@@ -129,7 +129,9 @@ class TiktokenTokenizer(Tokenizer):
 
     def encode_batch(self, texts: Sequence[str]) -> List[np.ndarray]:
         # encode_ordinary: text that happens to contain "<|endoftext|>" is tokenized as plain text.
-        encoded = self.encoding.encode_ordinary_batch(list(texts), num_threads=self.threads)
+        # With one thread, in this one: tiktoken's batch call hands every text to a pool thread.
+        encoded = (self.encoding.encode_ordinary_batch(list(texts), num_threads=self.threads) if self.threads > 1
+                   else [self.encoding.encode_ordinary(text) for text in texts])
         return [np.asarray(ids, dtype=np.int32) for ids in encoded]
 
     def token_ends(self, text: str, ids: np.ndarray) -> np.ndarray:
