@@ -168,9 +168,9 @@ class RegexRecognizer(LocalRecognizer):
     def __init__(self, timeout_s: float = 5.0, context_window: int = 64):
         self.timeout_s = timeout_s
         self._compiled = [(rule, regex.compile(rule.pattern)) for rule in self.RULES]
-        # Rules that share an anchor and reach (the SSN and IP variants) share its windows.
-        self._anchors = {(rule.anchor, rule.reach): AnchorFinder(rule.anchor, timeout_s)
-                         for rule in self.RULES if rule.anchor}
+        # One finder per anchor; rules that share an anchor and reach (the SSN and IP variants) share
+        # its windows too (``analyze``).
+        self._anchors = {rule.anchor: AnchorFinder(rule.anchor, timeout_s) for rule in self.RULES if rule.anchor}
         self._context = ContextScorer(self.CONTEXT, self.NEGATIVE_CONTEXT, context_window)
         super().__init__(supported_entities=[self.ENTITY], supported_language=LANGUAGE, context=list(self.CONTEXT))
 
@@ -186,7 +186,7 @@ class RegexRecognizer(LocalRecognizer):
             return [(0, len(text))]
         windows: List[Tuple[int, int]] = []
         before, after = rule.reach
-        for start, end in self._anchors[rule.anchor, rule.reach].spans(text):
+        for start, end in self._anchors[rule.anchor].spans(text):
             lo, hi = max(0, start - before), min(len(text), end + after)
             if windows and lo <= windows[-1][1]:
                 windows[-1] = (windows[-1][0], hi)
