@@ -2,7 +2,7 @@
 """The content bag of ``features.py`` in compiled code: every character n-gram, word and word n-gram
 of a batch hashed in one pass over its code points, the ids grouped by text as they come.
 
-The same ids, in the same order, as the numpy steps (``FeatureHasher._content`` then ``_flat``): per
+The same ids, in the same order, as their definition in numpy (tests/score/test_features_compiled.py): per
 text, the character n-grams of each order in ``char_orders`` by position, then the words, then the
 word n-grams of each order. A substring hashes to sum((code point + 1)·P^j) over its characters
 (wrapping 64-bit); a character n-gram to that plus its order; a word to mix(its hash ^ WORD_SALT); a
