@@ -37,8 +37,8 @@ class SparkConfig:
         "spark.ui.enabled": False,
         # Python workers run the installed pyspark, not Spark's zip copies of it (jobs/python_daemon.py).
         "spark.python.daemon.module": "jobs.python_daemon",
-        # The JIT compiles only code that stays hot (see conf/local.yaml).
-        "spark.driver.extraJavaOptions": "-XX:CompileThresholdScaling=4",
+        # The client JIT compiler only (see conf/local.yaml).
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
     })
     # Where a JVM that corpusmill starts itself keeps its loaded classes between runs (see
     # jobs/spark.py, ClassArchive); "" = not kept. spark-submit and notebooks start their own JVM.

@@ -219,8 +219,9 @@ class Stage:
         raise NotImplementedError
 
     def write(self, out: Transformed, tmp_dir: str) -> None:
-        """Write all outcomes in one pass: ``_outcome=kept/`` etc., renamed afterwards."""
-        (out.rows.write.mode("overwrite").partitionBy("_outcome", *self.partition_columns)
+        """Write all outcomes in one pass: ``_outcome=kept/`` etc., renamed afterwards. ``tmp_dir`` is
+        this attempt's own, so the write appends: a stage may write files of its own into it meanwhile."""
+        (out.rows.write.mode("append").partitionBy("_outcome", *self.partition_columns)
             .option("compression", self.cfg.io.parquet_compression)
             .parquet(tmp_dir))
 

@@ -56,11 +56,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from typing import Dict, Iterator, List, Optional
 
 import numpy as np
 import pyarrow as pa
+from pyspark import inheritable_thread_target
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -288,14 +290,17 @@ class DedupStage(Stage):
         checkpoint = Checkpointer(self.spark, s.checkpoint_dir)
         earlier = self.earlier_indexes()  # checked before the expensive pass
 
-        ids_repeat = not docs.where(F.col("id").isNotNull()).groupBy("id").count().where(F.col("count") > 1).isEmpty()
-        # Computed and committed chunk by chunk, or here; materialised once, one row per id, before
-        # anything is joined on id (signatures computed here from documents whose ids are distinct
-        # are one per id already).
-        if self.chunk_results is not None:
-            sigs = checkpoint(self.one_per_id(self.chunk_results))
-        else:
-            sigs = checkpoint(self.one_per_id(self.chunk_step(docs)) if ids_repeat else self.chunk_step(docs))
+        def any_id_repeats() -> bool:
+            return not docs.where(F.col("id").isNotNull()).groupBy("id").count().where(F.col("count") > 1).isEmpty()
+
+        # Signatures computed and committed chunk by chunk, or here (while the ids are checked: that
+        # query alone leaves a core idle); one row per id before anything is joined on id.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            repeats = pool.submit(inheritable_thread_target(self.spark)(any_id_repeats))
+            signed = self.chunk_results if self.chunk_results is not None else checkpoint(self.chunk_step(docs))
+        ids_repeat = repeats.result()
+        # Chunks may hold copies of one id; signatures computed here from distinct ids are one per id.
+        sigs = checkpoint(self.one_per_id(signed)) if ids_repeat or self.chunk_results is not None else signed
 
         if s.exact:
             # The exact group's best-ranked document represents it in the fuzzy pass.
@@ -363,8 +368,14 @@ class DedupStage(Stage):
         if run_dir in out.facts.get("earlier_runs", []):
             # Its own earlier index would reject every document it kept last time.
             raise ConfigError(f"dedup.against: {run_dir} is this run; list earlier runs only")
-        super().write(out, tmp_dir)
-        self.write_index(out.facts["index"], f"{tmp_dir}/{INDEX}")
+        # The index is written while the documents are: both read the materialised decisions, and each
+        # write alone leaves cores idle between its jobs. (inheritable_thread_target: its jobs run in
+        # the stage's job group.) A failed document write waits for the index write, then is raised.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            index = pool.submit(inheritable_thread_target(self.spark)(self.write_index), out.facts["index"],
+                                f"{tmp_dir}/{INDEX}")
+            super().write(out, tmp_dir)
+        index.result()
 
     def write_index(self, kept: DataFrame, index_dir: str) -> None:
         """The layout in the module docstring; ``_index.json`` last."""
