@@ -1,8 +1,11 @@
-"""The compiled dedup kernels (udfs/dedup/_minhash.pyx) against their definitions in numpy: the
-shingle hashes, step by step over the whole batch; and MinHash, for every document and permutation k
+"""The compiled dedup kernels (udfs/dedup/_minhash.pyx) against their definitions in numpy or Python:
+the shingle hashes, step by step over the whole batch; MinHash, for every document and permutation k
 min over the document's shingle hashes h of (a[k]·h + b[k]) mod p, computed with numpy's exact uint64
-remainder, one document at a time."""
+remainder, one document at a time; and the normalisation's punctuation, digit and space folding, with
+``re`` and ``str.split``."""
 import random
+import re
+import sys
 
 import numpy as np
 import pytest
@@ -10,7 +13,7 @@ import pytest
 from conftest import shared
 from udfs.dedup import minhash as M
 from udfs.dedup.minhash import EMPTY, PRIME, DedupConfig, Permutations, Shingles, minhash, normalize, shingles
-from udfs.dedup._minhash import minhash_into, shingle_hashes
+from udfs.dedup._minhash import fold_text, minhash_into, shingle_hashes
 
 def unsegmented(cps):
     out = np.zeros(len(cps), dtype=bool)
@@ -110,13 +113,13 @@ def test_real_texts_match_the_definition():
 def test_mismatched_shapes_are_refused():
     a = np.ones(4, dtype=np.uint32)
     with pytest.raises(ValueError, match="documents, permutations"):
-        minhash_into(np.zeros(3, np.uint32), np.array([0, 3], np.int64), a, a, np.zeros((2, 4), np.uint32))
+        minhash_into(np.zeros(3, np.uint64), np.array([0, 3], np.int64), a, a, np.zeros((2, 4), np.uint32))
     with pytest.raises(ValueError, match="past the hashes"):
-        minhash_into(np.zeros(3, np.uint32), np.array([0, 5], np.int64), a, a, np.zeros((1, 4), np.uint32))
+        minhash_into(np.zeros(3, np.uint64), np.array([0, 5], np.int64), a, a, np.zeros((1, 4), np.uint32))
     with pytest.raises(ValueError, match="past the hashes"):
-        minhash_into(np.zeros(3, np.uint32), np.array([-2, 3], np.int64), a, a, np.zeros((1, 4), np.uint32))
+        minhash_into(np.zeros(3, np.uint64), np.array([-2, 3], np.int64), a, a, np.zeros((1, 4), np.uint32))
     with pytest.raises(ValueError, match="must not decrease"):
-        minhash_into(np.zeros(3, np.uint32), np.array([0, 3, 1, 3], np.int64), a, a, np.zeros((3, 4), np.uint32))
+        minhash_into(np.zeros(3, np.uint64), np.array([0, 3, 1, 3], np.int64), a, a, np.zeros((3, 4), np.uint32))
 
 
 def test_shingle_hashes_match_their_definition():
@@ -147,3 +150,31 @@ def test_shingle_hashes_refuse_lengths_that_do_not_add_up():
         shingle_hashes(cps, np.array([-1, 5], np.int64), M._UNSEG_EDGES, salts, 5, 3, 0.5)
     with pytest.raises(ValueError, match="salt"):
         shingle_hashes(cps, np.array([2, 2], np.int64), M._UNSEG_EDGES, salts, 6, 3, 0.5)
+
+
+def folded(text, strip_punctuation, fold_digits):
+    """``fold_text``'s definition."""
+    if strip_punctuation:
+        text = re.sub(r"[^\w\s]+", " ", text)
+    if fold_digits:
+        text = re.sub(r"\d", "0", text)
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("strip_punctuation, fold_digits", [(True, True), (True, False), (False, True), (False, False)])
+def test_fold_text_matches_its_definition(strip_punctuation, fold_digits):
+    # Every code point alone and between letters (its class: space, word, digit or other) ...
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        text = f"a{chr(cp)}b {chr(cp)}"
+        assert fold_text(text, strip_punctuation, fold_digits) == folded(text, strip_punctuation, fold_digits), hex(cp)
+    # ... and in runs: spaces of every kind, punctuation, digits of several scripts, _, marks, emoji.
+    rng = random.Random(11)
+    pieces = [" ", "\t", "\n", "\u00a0", "\u3000", "\u2028", "\x1c", "\x85", ",", "...", "—", "«", "_", "a", "Z",
+              "é", "中", "ก", "\u0301", "7", "\u0663", "\uff11", "\u00b2", "\U0001f600", "\U0001d7ce", "x_y"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randrange(0, 40))) for _ in range(3000)]
+    texts += [p.read_text(encoding="utf-8", errors="replace")[:20000]
+              for p in sorted(shared("corpora").rglob("*.txt"))[:40]]
+    for text in texts:
+        assert fold_text(text, strip_punctuation, fold_digits) == folded(text, strip_punctuation, fold_digits)

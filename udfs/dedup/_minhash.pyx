@@ -7,33 +7,120 @@ Shingles: the tokens and n-grams the module docstring of ``minhash.py`` describe
 the splitmix64 finaliser of the wrapping sum of mix(code point | position in token << 21); a
 shingle's, mix of the wrapping sum of mix(token i of the n-gram ^ salt i).
 
-MinHash: for every document and permutation k, min over its shingle hashes h of
+MinHash: for every document and permutation k, min over its shingle hashes h (taken mod p) of
 ``(a[k]·h + b[k]) mod p``, p = 2^32 - 5, a, b, h < p. The product stays below 2^64, and mod p
 folds it with 2^32 ≡ 5: exact, the same values as numpy's ``%``.
 """
 import numpy as np
 
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 
-cdef uint64_t PRIME = 4294967291
-cdef uint64_t LOW = 0xFFFFFFFF
+cdef extern from "Python.h":
+    # The classes ``re`` gives \w (alphanumeric or _), \s and \d in a str pattern, and str.split()'s spaces.
+    bint Py_UNICODE_ISSPACE(Py_UCS4 ch)
+    bint Py_UNICODE_ISALNUM(Py_UCS4 ch)
+    bint Py_UNICODE_ISDECIMAL(Py_UCS4 ch)
+    int PyUnicode_4BYTE_KIND
+    object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
 
 
-cdef inline uint64_t mod_prime(uint64_t x) noexcept nogil:
-    x = (x & LOW) + 5 * (x >> 32)   # < 6·2^32
-    x = (x & LOW) + 5 * (x >> 32)   # < 2^32 + 25 < 2p
-    return x - PRIME if x >= PRIME else x
+# A character's class for fold_text; ASCII's from a table made with the same functions.
+cdef enum CharClass:
+    SPACE, WORD, DIGIT, OTHER
 
 
-def minhash_into(const uint32_t[::1] hashes, const int64_t[::1] offsets, const uint32_t[::1] a,
+cdef inline CharClass char_class(Py_UCS4 c) noexcept:
+    if Py_UNICODE_ISSPACE(c):
+        return SPACE
+    if Py_UNICODE_ISDECIMAL(c):
+        return DIGIT
+    return WORD if Py_UNICODE_ISALNUM(c) or c == 95 else OTHER
+
+
+cdef CharClass ASCII_CLASS[128]
+for _c in range(128):
+    ASCII_CLASS[_c] = char_class(_c)
+
+
+def fold_text(str text, bint strip_punctuation, bint fold_digits):
+    """``text`` with every run of spaces (and, with ``strip_punctuation``, of characters neither
+    alphanumeric nor _) made one space, none at either end, and (``fold_digits``) every decimal
+    digit made 0: what ``re.sub(r"[^\w\s]+", " ")``, ``re.sub(r"\d", "0")`` and
+    ``" ".join(text.split())`` make of it, in one pass."""
+    cdef Py_ssize_t n = len(text), out_n = 0
+    cdef Py_UCS4 c
+    cdef CharClass k
+    cdef bint gap = False
+    cdef Py_UCS4* out = <Py_UCS4*>PyMem_Malloc(max(n, 1) * sizeof(Py_UCS4))
+    if out == NULL:
+        raise MemoryError()
+    try:
+        for c in text:
+            k = ASCII_CLASS[c] if c < 128 else char_class(c)
+            if k == SPACE or (k == OTHER and strip_punctuation):
+                gap = out_n > 0
+                continue
+            if gap:
+                out[out_n] = 32
+                out_n += 1
+                gap = False
+            out[out_n] = 48 if k == DIGIT and fold_digits else c
+            out_n += 1
+        return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, out_n)
+    finally:
+        PyMem_Free(out)
+
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <stddef.h>
+
+    /* The MinHash loop, compiled once per x86-64 level and picked at load time by the CPU it runs
+       on (GCC's target_clones): the wider vector units take more permutations per instruction.
+       Other compilers and CPUs get the one portable build. */
+    #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11 && defined(__x86_64__) && defined(__GLIBC__)
+    #define CM_MINHASH_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+    #else
+    #define CM_MINHASH_CLONES
+    #endif
+
+    #define CM_PRIME 4294967291ULL
+    #define CM_LOW 0xFFFFFFFFULL
+
+    static inline uint64_t cm_mod_prime(uint64_t x) {
+        /* Any 64-bit x: 2^32 = 5 (mod p). */
+        x = (x & CM_LOW) + 5 * (x >> 32);  /* < 6 * 2^32 */
+        x = (x & CM_LOW) + 5 * (x >> 32);  /* < 2^32 + 25 < 2p */
+        return x >= CM_PRIME ? x - CM_PRIME : x;
+    }
+
+    CM_MINHASH_CLONES
+    static void cm_minhash_rows(const uint64_t *hashes, const int64_t *offsets, ptrdiff_t n_docs,
+                                const uint32_t *a, const uint32_t *b, ptrdiff_t n_perm, uint32_t *out) {
+        for (ptrdiff_t d = 0; d < n_docs; d++) {
+            uint32_t *row = out + d * n_perm;
+            for (int64_t i = offsets[d]; i < offsets[d + 1]; i++) {
+                uint64_t h = cm_mod_prime(hashes[i]);
+                /* Branch-free, over contiguous arrays: the compiler vectorises this loop. */
+                for (ptrdiff_t k = 0; k < n_perm; k++) {
+                    uint64_t v = cm_mod_prime((uint64_t)a[k] * h + b[k]);
+                    row[k] = v < row[k] ? (uint32_t)v : row[k];
+                }
+            }
+        }
+    }
+    """
+    void cm_minhash_rows(const uint64_t* hashes, const int64_t* offsets, Py_ssize_t n_docs, const uint32_t* a,
+                         const uint32_t* b, Py_ssize_t n_perm, uint32_t* out) noexcept nogil
+
+
+def minhash_into(const uint64_t[::1] hashes, const int64_t[::1] offsets, const uint32_t[::1] a,
                  const uint32_t[::1] b, uint32_t[:, ::1] out):
     """Fill ``out[d, k]`` (documents × permutations, set to p beforehand) with document d's minimum
-    under permutation k; ``hashes`` are below p, ``hashes[offsets[d]:offsets[d + 1]]`` are d's."""
-    cdef Py_ssize_t n_docs = offsets.shape[0] - 1, n_perm = a.shape[0], d, i, k
-    cdef uint64_t h, v
-    cdef const uint32_t* pa
-    cdef const uint32_t* pb
-    cdef uint32_t* row
+    under permutation k, its shingle hashes ``hashes[offsets[d]:offsets[d + 1]]`` taken mod p."""
+    cdef Py_ssize_t n_docs = offsets.shape[0] - 1, n_perm = a.shape[0], d
     if out.shape[0] != n_docs or out.shape[1] != n_perm or b.shape[0] != n_perm:
         raise ValueError("minhash_into: out must be (documents, permutations), a and b one per permutation")
     if n_docs < 0 or n_perm == 0 or offsets[0] < 0 or offsets[n_docs] > hashes.shape[0]:
@@ -41,16 +128,10 @@ def minhash_into(const uint32_t[::1] hashes, const int64_t[::1] offsets, const u
     for d in range(n_docs):
         if offsets[d + 1] < offsets[d]:
             raise ValueError("minhash_into: offsets must not decrease")
-    pa, pb = &a[0], &b[0]
+    if n_docs == 0 or offsets[n_docs] == offsets[0]:
+        return
     with nogil:
-        for d in range(n_docs):
-            row = &out[d, 0]
-            for i in range(offsets[d], offsets[d + 1]):
-                h = hashes[i]
-                # Branch-free, over contiguous arrays: the compiler vectorises this loop.
-                for k in range(n_perm):
-                    v = mod_prime(<uint64_t>pa[k] * h + pb[k])
-                    row[k] = <uint32_t>v if v < row[k] else row[k]
+        cm_minhash_rows(&hashes[0], &offsets[0], n_docs, &a[0], &b[0], n_perm, &out[0, 0])
 
 
 cdef inline uint64_t mix64(uint64_t x) noexcept nogil:

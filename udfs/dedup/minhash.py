@@ -16,7 +16,6 @@ than n tokens is one shingle.
 from __future__ import annotations
 
 import functools
-import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -143,20 +142,13 @@ _MINHASH = ("fuzzy", "word_ngram", "cjk_ngram", "cjk_char_ratio", "num_perm", "s
 
 # ---------------------------------------------------------------- normalisation
 
-_PUNCT = re.compile(r"[^\w\s]+")
-_DIGIT = re.compile(r"\d")
-
-
 def normalize(text: str, cfg: DedupConfig) -> str:
-    """NFKC, optional lowercase / punctuation strip / digit folding, single spaces."""
+    """NFKC, optional lowercase / punctuation strip / digit folding, single spaces (the last three in
+    one compiled pass, ``_minhash.fold_text``)."""
     text = unicodedata.normalize("NFKC", text or "")
     if cfg.lowercase:
         text = text.lower()
-    if cfg.strip_punctuation:
-        text = _PUNCT.sub(" ", text)
-    if cfg.fold_digits:
-        text = _DIGIT.sub("0", text)
-    return " ".join(text.split())
+    return _minhash.fold_text(text, cfg.strip_punctuation, cfg.fold_digits)
 
 
 def exact_hash(text: str, cfg: DedupConfig) -> str:
@@ -245,7 +237,8 @@ class Permutations:
 def minhash(sh: Shingles, perms: Permutations) -> np.ndarray:
     """MinHash signatures, shape (documents, num_perm), uint32 values (EMPTY for no shingles)."""
     sig = np.full((len(sh.offsets) - 1, len(perms.a)), EMPTY, dtype=np.uint32)
-    _minhash.minhash_into((sh.hashes % PRIME).astype(np.uint32), np.ascontiguousarray(sh.offsets, dtype=np.int64),
+    _minhash.minhash_into(np.ascontiguousarray(sh.hashes, dtype=np.uint64),
+                          np.ascontiguousarray(sh.offsets, dtype=np.int64),
                           perms.a.astype(np.uint32), perms.b.astype(np.uint32), sig)
     return sig
 
