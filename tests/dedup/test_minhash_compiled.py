@@ -178,3 +178,5 @@ def test_fold_text_matches_its_definition(strip_punctuation, fold_digits):
               for p in sorted(shared("corpora").rglob("*.txt"))[:40]]
     for text in texts:
         assert fold_text(text, strip_punctuation, fold_digits) == folded(text, strip_punctuation, fold_digits)
+    with pytest.raises(TypeError):
+        fold_text(None, strip_punctuation, fold_digits)

@@ -43,7 +43,7 @@ for _c in range(128):
     ASCII_CLASS[_c] = char_class(_c)
 
 
-def fold_text(str text, bint strip_punctuation, bint fold_digits):
+def fold_text(str text not None, bint strip_punctuation, bint fold_digits):
     """``text`` with every run of spaces (and, with ``strip_punctuation``, of characters neither
     alphanumeric nor _) made one space, none at either end, and (``fold_digits``) every decimal
     digit made 0: what ``re.sub(r"[^\w\s]+", " ")``, ``re.sub(r"\d", "0")`` and
