@@ -29,6 +29,10 @@ def cl100k():
 def test_bundled_cl100k_is_the_real_vocabulary(cl100k):
     assert cl100k.encode_batch(["hello world"])[0].tolist() == [15339, 1917]  # GPT-4's ids
     assert cl100k.eos_id == 100257 and cl100k.vocab_size == 100277
+    text = "中华人民共和国成立了。Tokenizers see <|endoftext|> as plain text here."
+    ids = cl100k.encode_batch([text])[0]
+    assert cl100k.decode(ids) == text and 100257 not in ids.tolist()
+    assert cl100k.token_ends(text, ids)[-1] == len(text.encode("utf-8"))
 
 
 def test_one_thread_and_a_pool_of_threads_tokenize_alike(cl100k):
@@ -36,10 +40,6 @@ def test_one_thread_and_a_pool_of_threads_tokenize_alike(cl100k):
     pooled = cached_tokenizer(TokenizerConfig(threads=3))
     assert [ids.tolist() for ids in cl100k.encode_batch(texts)] == [ids.tolist() for ids in pooled.encode_batch(texts)]
     assert cl100k.encode_batch(["<|endoftext|>"])[0].tolist() != [cl100k.eos_id]
-    text = "中华人民共和国成立了。Tokenizers see <|endoftext|> as plain text here."
-    ids = cl100k.encode_batch([text])[0]
-    assert cl100k.decode(ids) == text and 100257 not in ids.tolist()
-    assert cl100k.token_ends(text, ids)[-1] == len(text.encode("utf-8"))
 
 
 def test_a_tampered_vocabulary_is_refused(tmp_path):
