@@ -196,9 +196,12 @@ class Stage:
                                   f"needs {expected.simpleString()} (the data contract: id, url and text are strings)")
 
     def too_long(self) -> Column:
-        """The length of ``text`` where it is over ``io.max_text_chars``, else null (a JVM expression)."""
+        """The length of ``text`` where it is over ``io.max_text_chars``, else null (a JVM expression).
+        A text has no more characters than UTF-8 bytes, and its byte count is known without reading
+        it: only a text of more bytes than the limit is counted character by character."""
+        limit = F.lit(self.cfg.io.max_text_chars)
         length = F.length("text")
-        return F.when(length > F.lit(self.cfg.io.max_text_chars), length)
+        return F.when((F.octet_length("text") > limit) & (length > limit), length)
 
     def hold_back_long_texts(self, docs: DataFrame) -> DataFrame:
         """``docs`` with ``OVER_LIMIT`` set and the text null on every document over the limit, so that

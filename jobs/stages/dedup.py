@@ -206,14 +206,17 @@ class DedupStage(Stage):
         # A tiny tolerance so that, e.g., 4/5 counts as reaching 0.8 despite float rounding.
         return scored.where(F.col("similarity") >= s.threshold - 1e-9).select("src", "dst")
 
-    def texts_named(self, docs: DataFrame, sigs: DataFrame, pairs: DataFrame, checkpoint: Checkpointer) -> DataFrame:
+    def texts_named(self, docs: DataFrame, sigs: DataFrame, pairs: DataFrame, checkpoint: Checkpointer,
+                    ids_repeat: bool) -> DataFrame:
         """(id, value = text) of the ids ``pairs`` names: the text of the copy whose signature stands
         for the id (copies of one text: any one). Only those texts leave the scan of the documents."""
         named = pairs.select(F.col("src").alias("id")).union(pairs.select(F.col("dst").alias("id")))
         keys = checkpoint(sigs.select("id", TEXT_KEY).join(named, "id", "left_semi"))
         texts = docs.where(self.too_long().isNull()).select("id", F.xxhash64("text").alias(TEXT_KEY),
                                                             F.col("text").alias("value"))
-        return texts.join(self.small(keys), ["id", TEXT_KEY], "left_semi").dropDuplicates(["id"]).drop(TEXT_KEY)
+        texts = texts.join(self.small(keys), ["id", TEXT_KEY], "left_semi")
+        # Only rows sharing an id can match one key twice; deduplicating sorts every text it passes.
+        return (texts.dropDuplicates(["id"]) if ids_repeat else texts).drop(TEXT_KEY)
 
     def small(self, table: DataFrame) -> DataFrame:
         """``table`` (materialised) marked for broadcast when it has at most ``broadcast_rows`` rows:
@@ -324,7 +327,7 @@ class DedupStage(Stage):
             pairs = checkpoint(self.candidates(reps, checkpoint))
             if s.verify == "jaccard":
                 # Materialised: both sides of the pairs read it, and the documents are scanned once.
-                values = checkpoint(self.texts_named(docs, sigs, pairs, checkpoint))
+                values = checkpoint(self.texts_named(docs, sigs, pairs, checkpoint, ids_repeat))
             else:
                 values = sigs.select("id", F.col("signature").alias("value"))
             edges = checkpoint(self.verify(pairs, values, values, s.verify))

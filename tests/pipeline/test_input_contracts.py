@@ -86,6 +86,16 @@ def test_extract_makes_a_page_whose_text_is_over_the_limit_an_error_row(spark, t
     assert errors.where(F.col("text").isNotNull() | (F.col("reject_value").cast("long") <= LIMIT)).count() == 0
 
 
+def test_the_limit_counts_characters_not_bytes(spark):
+    cfg = config.load(overrides={"io": {"max_text_chars": LIMIT}})
+    texts = {"cjk_at_limit": "字" * LIMIT, "cjk_over": "字" * (LIMIT + 1), "ascii_at_limit": "a" * LIMIT,
+             "ascii_over": "a" * (LIMIT + 1), "emoji_over": "🙂" * (LIMIT + 1), "empty": "", "null": None}
+    docs = spark.createDataFrame(list(texts.items()), "id string, text string")
+    found = dict(docs.select("id", DedupStage(spark, cfg).too_long().alias("over")).collect())
+    assert found == {"cjk_at_limit": None, "cjk_over": LIMIT + 1, "ascii_at_limit": None, "ascii_over": LIMIT + 1,
+                     "emoji_over": LIMIT + 1, "empty": None, "null": None}
+
+
 def test_rows_sharing_one_id_in_dedup_are_one_kept_and_the_rest_rejected(spark, tmp_path):
     texts = paragraphs(30)
     rows = [("same", t) for t in texts[:27]] + [(f"other{n}", t) for n, t in enumerate(texts[27:])]
