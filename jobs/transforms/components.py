@@ -52,9 +52,16 @@ def attach_group_min(rows: DataFrame, keys: List[str], value: Column, out: str, 
     """``rows`` plus column ``out`` = min(value) over the rows sharing ``keys`` (and the group's row
     count as ``size_column`` if named); rows of groups with fewer than ``min_size`` rows are dropped.
     With ``checkpoint``, the groups are materialised, and broadcast when at most ``broadcast_rows``."""
-    groups = rows.groupBy(*keys).agg(F.min(value).alias(out), F.count(F.lit(1)).alias("_n"))
     if min_size > 1:
-        groups = groups.where(F.col("_n") >= min_size)
+        # Most groups (e.g. LSH buckets) are too small: they are found by a count, a hash
+        # aggregation, and only the rows of the others reach the min, an aggregation that sorts
+        # its rows (min of a string or a struct).
+        sizes = rows.groupBy(*keys).agg(F.count(F.lit(1)).alias("_n")).where(F.col("_n") >= min_size)
+        if checkpoint is not None:
+            sizes = checkpoint(sizes)
+            sizes = F.broadcast(sizes) if fits_broadcast(sizes, broadcast_rows) else sizes
+        rows = rows.join(sizes.select(*keys), keys, "left_semi")
+    groups = rows.groupBy(*keys).agg(F.min(value).alias(out), F.count(F.lit(1)).alias("_n"))
     if size_column:
         groups = groups.withColumn(size_column, F.col("_n"))
     small = False

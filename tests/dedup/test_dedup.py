@@ -12,7 +12,7 @@ from dedup_corpus import (edit_chars, edit_words, expected_removed, peoples_dail
                           wiki_paragraphs, with_boilerplate)
 from jobs import config
 from jobs.stages.dedup import DedupStage
-from jobs.transforms.components import Checkpointer, connected_components, join_hot_safe
+from jobs.transforms.components import Checkpointer, attach_group_min, connected_components, join_hot_safe
 from jobs.pipeline import run_pipeline
 
 DECISION = ["id", "cluster_id", "survivor_id", "reject_rule", "_outcome"]
@@ -61,6 +61,19 @@ def test_join_hot_safe_spreads_a_hot_key_and_joins_like_a_plain_join(spark):
     # The hot key's rows were spread over ceil(50 / 4) = 13 salts, not sent to one task.
     salted = many.withColumn("_salt", F.pmod(F.xxhash64("v"), F.lit(13))).where("k = 'hot'")
     assert salted.select("_salt").distinct().count() > 8
+
+
+@pytest.mark.parametrize("checkpointed, broadcast_rows", [(False, 0), (True, 0), (True, 1000)],
+                         ids=["plain", "checkpointed-shuffled", "checkpointed-broadcast"])
+def test_attach_group_min_keeps_only_groups_of_min_size_with_their_least_value(spark, checkpointed, broadcast_rows):
+    rows = [("hot", f"h{i:02d}") for i in range(30)] + [("pair", "p2"), ("pair", "p1")]
+    rows += [(f"alone{i}", f"a{i}") for i in range(20)]
+    df = spark.createDataFrame(rows, "k string, v string")
+    out = attach_group_min(df, ["k"], F.col("v"), "least", spread_by="v", cap=4, min_size=2, size_column="size",
+                           checkpoint=Checkpointer(spark, "") if checkpointed else None,
+                           broadcast_rows=broadcast_rows)
+    expected = sorted([("hot", f"h{i:02d}", "h00", 30) for i in range(30)] + [("pair", "p2", "p1", 2), ("pair", "p1", "p1", 2)])
+    assert sorted(map(tuple, out.select("k", "v", "least", "size").collect())) == expected
 
 
 # ---------------------------------------------------------------- the stage on real text
