@@ -86,12 +86,13 @@ class Checkpointer:
         return df.checkpoint(eager=True) if self.reliable else df.localCheckpoint(eager=True)
 
 
-def _fingerprint(edges: DataFrame) -> tuple:
-    """Count and two independent 64-bit XOR-hashes of an edge set: equal fingerprints of successive
-    rounds mean no edge changed (a false match has probability ~2^-128)."""
-    row = edges.agg(F.count(F.lit(1)), F.bit_xor(F.xxhash64("src", "dst")),
-                    F.bit_xor(F.xxhash64("dst", "src"))).first()
-    return tuple(row)
+def _is_star_forest(edges: DataFrame) -> bool:
+    """Whether every node with an edge points at exactly one node that points at none (its root):
+    then, as the rounds keep each component connected, each star is a component."""
+    outgoing = edges.groupBy("src").agg(F.count(F.lit(1)).alias("_n"))
+    forked = outgoing.where(F.col("_n") > 1).select("src")
+    chained = edges.select(F.col("dst").alias("src")).join(outgoing.select("src"), "src", "left_semi")
+    return forked.unionByName(chained).isEmpty()
 
 
 def _with_min(rows: DataFrame, key: str, value: str, out: str) -> DataFrame:
@@ -125,15 +126,12 @@ def connected_components(edges: DataFrame, max_rounds: int, checkpoint: Checkpoi
     current = checkpoint(edges.where(F.col("src") != F.col("dst"))
                          .select(F.greatest("src", "dst").alias("src"), F.least("src", "dst").alias("dst"))
                          .distinct())
-    seen = _fingerprint(current)
-    if seen[0] == 0:
-        return current.select(F.col("src").alias("id"), F.col("dst").alias("root")), 0
-    for rounds in range(1, max_rounds + 1):
+    rounds = 0
+    # Edges point from the larger id to the smaller, so a star's root is its component's least id.
+    while not _is_star_forest(current):
+        if rounds == max_rounds:
+            raise RuntimeError(f"dedup: connected components did not converge in {max_rounds} rounds "
+                               f"(raise dedup.max_rounds)")
         current = checkpoint(small_star(large_star(current)))
-        fingerprint = _fingerprint(current)
-        if fingerprint == seen:
-            # A fixed point: every node points at its component's least id.
-            return current.select(F.col("src").alias("id"), F.col("dst").alias("root")), rounds
-        seen = fingerprint
-    raise RuntimeError(f"dedup: connected components did not converge in {max_rounds} rounds "
-                       f"(raise dedup.max_rounds)")
+        rounds += 1
+    return current.select(F.col("src").alias("id"), F.col("dst").alias("root")), rounds

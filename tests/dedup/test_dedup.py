@@ -52,6 +52,14 @@ def test_no_edges_means_no_components(spark):
     assert components(spark, []) == ({}, 0)
 
 
+def test_stars_are_components_at_once_and_a_node_between_two_stars_joins_them(spark):
+    assert components(spark, [("b", "a"), ("c", "a"), ("e", "d")]) == ({"b": "a", "c": "a", "e": "d"}, 0)
+    joined, rounds = components(spark, [("c", "a"), ("c", "b"), ("d", "b")])
+    assert joined == {"b": "a", "c": "a", "d": "a"} and rounds >= 1
+    chained, rounds = components(spark, [("c", "b"), ("b", "a")])
+    assert chained == {"b": "a", "c": "a"} and rounds >= 1
+
+
 def test_join_hot_safe_spreads_a_hot_key_and_joins_like_a_plain_join(spark):
     many = spark.createDataFrame([("hot", f"m{i}") for i in range(50)] + [("cold", "x")], "k string, v string")
     one = many.groupBy("k").agg(F.count(F.lit(1)).alias("_n"), F.lit("payload").alias("p"))
