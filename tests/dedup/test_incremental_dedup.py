@@ -6,7 +6,6 @@ import random
 import shutil
 
 import pytest
-from pyspark.sql import functions as F
 
 from conftest import shared
 from dedup_corpus import (edit_chars, edit_words, peoples_daily_paragraphs, similar_pairs, wiki_paragraphs,
