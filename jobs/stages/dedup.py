@@ -56,9 +56,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
-from typing import Dict, Iterator, List, Optional
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from typing import Callable, Dict, Iterator, List, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -298,8 +298,7 @@ class DedupStage(Stage):
 
         # Signatures computed and committed chunk by chunk, or here (while the ids are checked: that
         # query alone leaves a core idle); one row per id before anything is joined on id.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            repeats = pool.submit(inheritable_thread_target(self.spark)(any_id_repeats))
+        with beside(self.spark, any_id_repeats) as repeats:
             signed = self.chunk_results if self.chunk_results is not None else checkpoint(self.chunk_step(docs))
         ids_repeat = repeats.result()
         # Chunks may hold copies of one id; signatures computed here from distinct ids are one per id.
@@ -372,11 +371,9 @@ class DedupStage(Stage):
             # Its own earlier index would reject every document it kept last time.
             raise ConfigError(f"dedup.against: {run_dir} is this run; list earlier runs only")
         # The index is written while the documents are: both read the materialised decisions, and each
-        # write alone leaves cores idle between its jobs. (inheritable_thread_target: its jobs run in
-        # the stage's job group.) A failed document write waits for the index write, then is raised.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            index = pool.submit(inheritable_thread_target(self.spark)(self.write_index), out.facts["index"],
-                                f"{tmp_dir}/{INDEX}")
+        # write alone leaves cores idle between its jobs. A failed document write waits for the index
+        # write, then is raised.
+        with beside(self.spark, self.write_index, out.facts["index"], f"{tmp_dir}/{INDEX}") as index:
             super().write(out, tmp_dir)
         index.result()
 
@@ -446,6 +443,14 @@ class DedupStage(Stage):
         return {**stats,
                 "clusters": sum(histogram.values()),
                 "cluster_size_histogram": dict(sorted(histogram.items(), key=lambda kv: int(kv[0])))}
+
+
+@contextmanager
+def beside(spark, work: Callable, *args) -> Iterator[Future]:
+    """``work(*args)`` in a second thread while the ``with`` block runs, its Spark jobs in the caller's
+    job group (``inheritable_thread_target``); leaving the block waits for it, also when the block raises."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        yield pool.submit(inheritable_thread_target(spark)(work), *args)
 
 
 def _unpack(values: List[Optional[bytes]], num_perm: int) -> np.ndarray:
