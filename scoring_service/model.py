@@ -15,6 +15,7 @@ import os
 from typing import Optional
 
 import mindspore as ms
+import numpy as np
 from mindspore import nn, ops
 
 from scoring_service.artifacts import DEFAULT_MODEL_DIR, MINDIR, ModelInfo, NetShape
@@ -24,12 +25,21 @@ from scoring_service.features import LAYOUT_VOCAB
 __all__ = ["DEFAULT_MODEL_DIR", "QualityNet", "build_net", "dynamic_inputs", "export_mindir"]
 
 
-def _bag_mean(table: nn.Embedding, ids, rows, batch):
-    # Id 0 is padding (a batch without ids holds one): it is not counted, and a row without counted
-    # ids pools to zero, whatever the table's row 0 holds.
-    present = ops.cast(ops.cast(ids, ms.bool_), ms.float32)
-    summed = ops.unsorted_segment_sum(table(ids), rows, batch)
-    count = ops.expand_dims(ops.unsorted_segment_sum(present, rows, batch), -1)
+def _present_column(vocab: int) -> ms.Tensor:
+    """1 per id, 0 for id 0 (padding): gathered beside an id's embedding, its segment sum counts the
+    ids of a bag in the same pass as the embeddings' sum."""
+    column = np.ones((vocab, 1), dtype=np.float32)
+    column[0] = 0
+    return ms.Tensor(column)
+
+
+def _bag_mean(table: nn.Embedding, present: ms.Tensor, ids, rows, batch):
+    # One gather and one segment sum for both the sum and the count: the segment sum's cost is
+    # mostly per id, not per column. Id 0 is padding (a batch without ids holds one): it is not
+    # counted, and a row without counted ids pools to zero, whatever the table's row 0 holds.
+    summed_count = ops.unsorted_segment_sum(ops.gather(ops.concat((table.embedding_table, present), axis=1), ids, 0),
+                                            rows, batch)
+    summed, count = summed_count[:, :-1], summed_count[:, -1:]
     one = ops.ones_like(count)
     return summed / ops.maximum(count, one) * ops.minimum(count, one)
 
@@ -55,6 +65,7 @@ class QualityNet(nn.Cell):
         super().__init__()
         self.content = nn.Embedding(buckets, shape.dim, padding_idx=0)
         self.layout = nn.Embedding(LAYOUT_VOCAB, shape.dim, padding_idx=0)
+        self.content_present, self.layout_present = _present_column(buckets), _present_column(LAYOUT_VOCAB)
         self.content_dropout = nn.Dropout(p=shape.content_dropout)
         self.hidden = nn.Dense(3 * shape.dim, shape.hidden)
         self.dropout = nn.Dropout(p=shape.dropout)
@@ -62,9 +73,9 @@ class QualityNet(nn.Cell):
 
     def logits(self, content, content_rows, lines, lines_rows, layout):
         batch = ops.shape(layout)[0]
-        pooled = _bag_mean(self.content, content, content_rows, batch)
+        pooled = _bag_mean(self.content, self.content_present, content, content_rows, batch)
         keep = self.content_dropout(ops.ones_like(pooled[:, :1]))  # whole-bag dropout, training only
-        features = ops.concat((pooled * keep, _bag_mean(self.layout, lines, lines_rows, batch),
+        features = ops.concat((pooled * keep, _bag_mean(self.layout, self.layout_present, lines, lines_rows, batch),
                                _masked_mean(self.layout, layout)), axis=1)
         hidden = self.dropout(ops.relu(_rowwise_dense(self.hidden, features)))
         return _rowwise_dense(self.output, hidden).squeeze(-1)

@@ -141,7 +141,8 @@ def test_a_model_folder_without_the_graph_is_served_from_its_checkpoint_with_the
     from_checkpoint = TextScorer.load(str(tmp_path))
     texts = ["It was a bright cold day in April.\nThe clocks were striking thirteen.", "Home | About", ""]
     assert from_checkpoint.loaded_from == CHECKPOINT
-    assert np.allclose(from_checkpoint.score(texts), shipped.score(texts), atol=1e-5)
+    # The shipped graph is the export of this code's network: the same operations, so the same bits.
+    assert np.array_equal(from_checkpoint.score(texts), shipped.score(texts))
 
 
 @pytest.mark.slow  # trains a MindSpore model
