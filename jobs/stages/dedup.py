@@ -12,7 +12,8 @@
    (exact Jaccard of the shingle sets by default) and become edges.
 4. Connected components of those edges by alternating large-star / small-star rounds on DataFrames
    (Kiveris et al., "Connected Components in MapReduce and Beyond", 2014), each round
-   checkpointed; no driver-side union-find, no GraphFrames. Exact copies join their
+   checkpointed; no GraphFrames. Up to ``broadcast_rows`` edges are collected and solved on the
+   driver instead (``cc_rounds`` 0), the same components in one job. Exact copies join their
    representative's component.
 5. One survivor per cluster (lowest id, or ``survivor_order``); all rows get ``cluster_id`` (the
    component's least representative id: its least id under the default order), rejected rows
@@ -332,7 +333,8 @@ class DedupStage(Stage):
             edges = checkpoint(self.verify(pairs, values, values, s.verify))
             figures.update(candidate_pairs=pairs.count(), verified_pairs=edges.count())
         # Components over representatives only: exact copies join their representative's cluster.
-        components, rounds = connected_components(edges, s.max_rounds, checkpoint)
+        few_edges = 0 < s.broadcast_rows and figures.get("verified_pairs", 0) <= s.broadcast_rows
+        components, rounds = connected_components(edges, s.max_rounds, checkpoint, on_driver=few_edges)
         figures["cc_rounds"] = rounds
 
         decisions = self.decide(grouped, components, checkpoint)

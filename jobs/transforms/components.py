@@ -2,8 +2,9 @@
 landing on one task: generic Spark graph code with no notion of documents.
 
 Components come from alternating large-star / small-star rounds (Kiveris et al., "Connected
-Components in MapReduce and Beyond", 2014), each round cut from its lineage by a ``Checkpointer``:
-no driver-side union-find, no GraphFrames. ``join_hot_safe`` and ``attach_group_min`` attach a
+Components in MapReduce and Beyond", 2014), each round cut from its lineage by a ``Checkpointer``;
+no GraphFrames. An edge set the caller knows to be small is collected and solved on the driver
+instead (scipy), with the same result in one job. ``join_hot_safe`` and ``attach_group_min`` attach a
 group's value back to its members, salting any key with more than ``cap`` rows over several tasks.
 The dedup stage clusters with them; they sit here so that a stage, the report or a notebook can use
 them without importing a stage.
@@ -12,8 +13,11 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.sql.window import Window
 
 
@@ -120,9 +124,13 @@ def small_star(edges: DataFrame) -> DataFrame:
             .distinct())
 
 
-def connected_components(edges: DataFrame, max_rounds: int, checkpoint: Checkpointer) -> Tuple[DataFrame, int]:
+def connected_components(edges: DataFrame, max_rounds: int, checkpoint: Checkpointer,
+                         on_driver: bool = False) -> Tuple[DataFrame, int]:
     """(id, root) for every node of ``edges`` other than its component's least id (the root),
-    and the number of large-star/small-star rounds taken."""
+    and the number of large-star/small-star rounds taken. ``on_driver``: the caller knows the edges
+    to be few enough to collect; they are solved on the driver, in 0 rounds."""
+    if on_driver:
+        return components_on_driver(edges), 0
     current = checkpoint(edges.where(F.col("src") != F.col("dst"))
                          .select(F.greatest("src", "dst").alias("src"), F.least("src", "dst").alias("dst"))
                          .distinct())
@@ -135,3 +143,27 @@ def connected_components(edges: DataFrame, max_rounds: int, checkpoint: Checkpoi
         current = checkpoint(small_star(large_star(current)))
         rounds += 1
     return current.select(F.col("src").alias("id"), F.col("dst").alias("root")), rounds
+
+
+def components_on_driver(edges: DataFrame) -> DataFrame:
+    """``connected_components``' (id, root) from the edges collected to the driver: one job instead
+    of a few per round, which is what a small edge set costs."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components as component_labels
+
+    collected = edges.select("src", "dst").toArrow()
+    ends = pa.concat_arrays([collected.column(name).combine_chunks() for name in ("src", "dst")])
+    # Sorted, so a component's first node is its least id: numpy orders strings by code point as Spark
+    # orders their UTF-8 bytes.
+    nodes, index = np.unique(ends.to_numpy(zero_copy_only=False), return_inverse=True)
+    src, dst = index[:collected.num_rows], index[collected.num_rows:]
+    graph = coo_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(len(nodes), len(nodes)))
+    _, label = component_labels(graph, directed=False)
+    _, first = np.unique(label, return_index=True)
+    root = first[label]
+    joined = root != np.arange(len(nodes))
+    id_type = edges.schema["src"].dataType
+    schema = T.StructType([T.StructField("id", id_type), T.StructField("root", id_type)])
+    return edges.sparkSession.createDataFrame(
+        pa.table({"id": pa.array(nodes[joined], ends.type), "root": pa.array(nodes[root[joined]], ends.type)}),
+        schema)

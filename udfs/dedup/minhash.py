@@ -72,7 +72,8 @@ class DedupConfig:
     # is spread over ceil(rows / cap) tasks.
     hot_key_cap: int = 20000
     # A table of at most this many rows that is joined to the documents (the ids the candidate pairs
-    # name, the decisions) is sent to every task instead of shuffling the documents to it; 0 = never.
+    # name, the decisions) is sent to every task instead of shuffling the documents to it, and
+    # verified pairs up to this many are clustered on the driver; 0 = never.
     broadcast_rows: int = 500_000
     # Connected components: large-star/small-star rounds before giving up.
     max_rounds: int = 40
