@@ -388,8 +388,14 @@ class DedupStage(Stage):
             datasets["bands"] = (with_bands.select(F.posexplode("bands").alias("band", "band_key"), "id")
                                  .repartition("band", "band_key").sortWithinPartitions("band", "band_key"))
             datasets["signatures"] = with_bands.select("id", "signature").repartition("id").sortWithinPartitions("id")
-        for name, frame in datasets.items():
-            frame.write.option("compression", compression).parquet(f"{index_dir}/{name}")
+
+        def write(name: str) -> None:
+            datasets[name].write.option("compression", compression).parquet(f"{index_dir}/{name}")
+
+        # Side by side: each write is a shuffle of few tasks, which alone leaves a core idle.
+        with ThreadPoolExecutor(max_workers=len(datasets)) as pool:
+            for written in [pool.submit(inheritable_thread_target(self.spark)(write), name) for name in datasets]:
+                written.result()
         HadoopFS(self.spark).write_json(f"{index_dir}/{INDEX_META}", {
             "format": 1, "settings": self.settings.index_settings(),
             "schemas": {name: frame.schema.jsonValue() for name, frame in datasets.items()}})
