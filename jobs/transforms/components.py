@@ -146,8 +146,8 @@ def connected_components(edges: DataFrame, max_rounds: int, checkpoint: Checkpoi
 
 
 def components_on_driver(edges: DataFrame) -> DataFrame:
-    """``connected_components``' (id, root) from the edges collected to the driver: one job instead
-    of a few per round, which is what a small edge set costs."""
+    """``connected_components``' (id, root) from the edges collected to the driver: one job, where
+    the rounds take a few each, and on a small edge set those jobs are nearly all the cost."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components as component_labels
 
