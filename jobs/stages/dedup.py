@@ -393,9 +393,10 @@ class DedupStage(Stage):
             datasets[name].write.option("compression", compression).parquet(f"{index_dir}/{name}")
 
         # Side by side: each write is a shuffle of few tasks, which alone leaves a core idle.
-        with ThreadPoolExecutor(max_workers=len(datasets)) as pool:
-            for written in [pool.submit(inheritable_thread_target(self.spark)(write), name) for name in datasets]:
-                written.result()
+        with ExitStack() as writes:
+            written = [writes.enter_context(beside(self.spark, write, name)) for name in datasets]
+        for done in written:
+            done.result()
         HadoopFS(self.spark).write_json(f"{index_dir}/{INDEX_META}", {
             "format": 1, "settings": self.settings.index_settings(),
             "schemas": {name: frame.schema.jsonValue() for name, frame in datasets.items()}})
