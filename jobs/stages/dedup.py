@@ -19,6 +19,11 @@
    component's least representative id: its least id under the default order), rejected rows
    ``survivor_id`` and ``reject_rule`` = exact_duplicate / near_duplicate.
 
+Steps 2 to 5 are skew-safe Spark steps (``cluster_in_spark``). A run of at most ``broadcast_rows``
+signatures without earlier indexes takes them on the driver instead (``cluster_on_driver``, numpy in
+``udfs/dedup/clusters.py``): the same decisions, where the Spark steps would cost a score of small
+queries; only the verification of candidates, which reads their texts, still runs in Spark.
+
 Every step above sees one row per id. Ids are deterministic (a hash of the record), so rows sharing
 an id are copies of one record (the same WARC read twice): the first by ``copy_order`` (survivor
 order, then a hash of the text, then of the row) takes the id's decision, the others are rejected
@@ -59,10 +64,11 @@ import hashlib
 import json
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import inheritable_thread_target
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -77,6 +83,7 @@ from jobs.transforms.components import (Checkpointer, attach_group_min, connecte
                                        join_hot_safe)
 from jobs.transforms.dedup_index import INDEX, INDEX_META, EarlierIndex, open_index
 from udfs.common.config import ConfigError
+from udfs.dedup.clusters import bucket_stars, first_of_groups, survivors
 from udfs.dedup.minhash import DedupConfig, describe_bands, estimated_jaccard, jaccard, shingles, signature_batch
 
 OWN_COLUMNS = ("cluster_id", "survivor_id", "survivor_run", "reject_rule", "_outcome")
@@ -209,13 +216,18 @@ class DedupStage(Stage):
 
     def texts_named(self, docs: DataFrame, sigs: DataFrame, pairs: DataFrame, checkpoint: Checkpointer,
                     ids_repeat: bool) -> DataFrame:
-        """(id, value = text) of the ids ``pairs`` names: the text of the copy whose signature stands
-        for the id (copies of one text: any one). Only those texts leave the scan of the documents."""
+        """``texts_of`` the ids ``pairs`` names."""
         named = pairs.select(F.col("src").alias("id")).union(pairs.select(F.col("dst").alias("id")))
         keys = checkpoint(sigs.select("id", TEXT_KEY).join(named, "id", "left_semi"))
+        return self.texts_of(docs, self.small(keys), ids_repeat)
+
+    def texts_of(self, docs: DataFrame, keys: DataFrame, ids_repeat: bool) -> DataFrame:
+        """(id, value = text) of the documents ``keys`` lists by (id, text key): the text of the copy
+        whose signature stands for the id (copies of one text: any one). Only those texts leave the scan
+        of the documents."""
         texts = docs.where(self.too_long().isNull()).select("id", F.xxhash64("text").alias(TEXT_KEY),
                                                             F.col("text").alias("value"))
-        texts = texts.join(self.small(keys), ["id", TEXT_KEY], "left_semi")
+        texts = texts.join(keys, ["id", TEXT_KEY], "left_semi")
         # Only rows sharing an id can match one key twice; deduplicating sorts every text it passes.
         return (texts.dropDuplicates(["id"]) if ids_repeat else texts).drop(TEXT_KEY)
 
@@ -282,33 +294,18 @@ class DedupStage(Stage):
         return members.select("id", F.col("survivor_id").alias("cluster_id"), "survivor_id", "survivor_run",
                               F.lit(EARLIER_RULE).alias("reject_rule"), F.lit("rejected").alias("_outcome"))
 
-    # -- the whole stage -----------------------------------------------------------------------
+    # -- clustering ----------------------------------------------------------------------------
 
-    def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
+    def cluster_in_spark(self, docs: DataFrame, sigs: DataFrame, checkpoint: Checkpointer, ids_repeat: bool,
+                         earlier: List[EarlierIndex]) -> Tuple[DataFrame, dict]:
+        """Every signature row's decision (``decide``), and the figures of the clustering: steps 2 to 5
+        of the module docstring, each a skew-safe Spark step."""
         s: DedupConfig = self.settings
-        cap = s.hot_key_cap
-        bands, rows = s.banding()
-        curve = describe_bands(bands, rows)
-        progress_safe_print(f"dedup: {curve}")
-        figures = {"lsh_bands": bands, "lsh_rows": rows, "s_curve": curve}
-        checkpoint = Checkpointer(self.spark, s.checkpoint_dir)
-        earlier = self.earlier_indexes()  # checked before the expensive pass
-
-        def any_id_repeats() -> bool:
-            return not docs.where(F.col("id").isNotNull()).groupBy("id").count().where(F.col("count") > 1).isEmpty()
-
-        # Signatures computed and committed chunk by chunk, or here (while the ids are checked: that
-        # query alone leaves a core idle); one row per id before anything is joined on id.
-        with beside(self.spark, any_id_repeats) as repeats:
-            signed = self.chunk_results if self.chunk_results is not None else checkpoint(self.chunk_step(docs))
-        ids_repeat = repeats.result()
-        # Chunks may hold copies of one id; signatures computed here from distinct ids are one per id.
-        sigs = checkpoint(self.one_per_id(signed)) if ids_repeat or self.chunk_results is not None else signed
-
+        figures: dict = {"clustered_on": "spark"}
         if s.exact:
             # The exact group's best-ranked document represents it in the fuzzy pass.
             grouped = checkpoint(attach_group_min(sigs, ["text_hash"], self.rank(), "rep", spread_by="id",
-                                                  cap=cap, size_column="exact_size",
+                                                  cap=s.hot_key_cap, size_column="exact_size",
                                                   **self.groups_materialised(checkpoint))
                                  .withColumn("rep_id", F.col("rep.id")).drop("rep"))
         else:
@@ -334,12 +331,95 @@ class DedupStage(Stage):
             figures.update(candidate_pairs=pairs.count(), verified_pairs=edges.count())
         # Components over representatives only: exact copies join their representative's cluster.
         few_edges = 0 < s.broadcast_rows and figures.get("verified_pairs", 0) <= s.broadcast_rows
-        components, rounds = connected_components(edges, s.max_rounds, checkpoint, on_driver=few_edges)
-        figures["cc_rounds"] = rounds
-
+        components, figures["cc_rounds"] = connected_components(edges, s.max_rounds, checkpoint, on_driver=few_edges)
         decisions = self.decide(grouped, components, checkpoint)
         if earlier_decisions is not None:
             decisions = decisions.unionByName(earlier_decisions, allowMissingColumns=True)
+        return decisions, figures
+
+    def cluster_on_driver(self, docs: DataFrame, sigs: DataFrame, checkpoint: Checkpointer,
+                          ids_repeat: bool) -> Tuple[DataFrame, dict]:
+        """``cluster_in_spark``'s decisions and figures, from the signature rows collected to the driver
+        in survivor order: exact groups, LSH buckets and components are found with numpy
+        (``udfs/dedup/clusters.py``); only the candidates' verification, which reads their texts, runs
+        in Spark. On a small corpus the Spark steps cost a score of small queries, nearly all of it
+        planning and scheduling."""
+        s: DedupConfig = self.settings
+        # One sorted task: a row's position is then its rank.
+        rows = sigs.coalesce(1).sortWithinPartitions(self.rank()).select("id", TEXT_KEY, "text_hash", "bands").toArrow()
+        n = rows.num_rows
+        ids = rows.column("id").combine_chunks()
+        position = np.arange(n)
+        # numpy orders strings by code point, as Spark orders their UTF-8 bytes.
+        id_rank = np.unique(ids.to_numpy(zero_copy_only=False), return_inverse=True)[1].reshape(-1)
+        rep = first_of_groups(rows.column("text_hash").to_numpy()) if s.exact else position
+        src = dst = np.empty(0, np.int64)
+        figures = {"clustered_on": "driver", "cc_rounds": 0}
+        if s.fuzzy:
+            bands = rows.column("bands").combine_chunks()
+            banded = np.flatnonzero((rep == position) & bands.is_valid().to_numpy(zero_copy_only=False))
+            matrix = bands.take(banded).flatten().to_numpy().reshape(len(banded), s.banding()[0])
+            star_src, star_dst = bucket_stars(matrix, id_rank[banded])
+            pair_src, pair_dst = banded[star_src], banded[star_dst]
+            id_type = sigs.schema["id"].dataType
+            pairs = self.spark.createDataFrame(
+                pa.table({"src": ids.take(pair_src), "dst": ids.take(pair_dst)}),
+                T.StructType([T.StructField("src", id_type), T.StructField("dst", id_type)]))
+            if s.verify == "jaccard":
+                named = np.unique(np.concatenate([pair_src, pair_dst]))
+                keys = self.spark.createDataFrame(
+                    pa.table({"id": ids.take(named), TEXT_KEY: rows.column(TEXT_KEY).take(named)}),
+                    T.StructType([T.StructField("id", id_type), T.StructField(TEXT_KEY, T.LongType())]))
+                # Materialised: both sides of the pairs read it, and the documents are scanned once.
+                values = checkpoint(self.texts_of(docs, F.broadcast(keys), ids_repeat))
+            else:
+                values = sigs.select("id", F.col("signature").alias("value"))
+            edges = self.verify(pairs, values, values, s.verify).toArrow()
+            src, dst = (pc.index_in(edges.column(end), value_set=ids).to_numpy() for end in ("src", "dst"))
+            figures.update(candidate_pairs=len(pair_src), verified_pairs=edges.num_rows)
+        cluster, survivor = survivors(rep, id_rank, src, dst)
+        rejected = survivor != position
+        decisions = pa.table({
+            "id": ids, "cluster_id": ids.take(cluster),
+            "survivor_id": ids.take(pa.array(survivor, mask=~rejected)),
+            "reject_rule": pa.array(np.where(rep != position, "exact_duplicate", "near_duplicate"), pa.string(),
+                                    mask=~rejected),
+            "_outcome": pa.array(np.where(rejected, "rejected", "kept"), pa.string())})
+        id_field = sigs.schema["id"]
+        schema = T.StructType([id_field, T.StructField("cluster_id", id_field.dataType),
+                               T.StructField("survivor_id", id_field.dataType),
+                               T.StructField("reject_rule", T.StringType()), T.StructField("_outcome", T.StringType())])
+        return self.spark.createDataFrame(decisions, schema), figures
+
+    # -- the whole stage -----------------------------------------------------------------------
+
+    def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
+        s: DedupConfig = self.settings
+        bands, rows = s.banding()
+        curve = describe_bands(bands, rows)
+        progress_safe_print(f"dedup: {curve}")
+        figures = {"lsh_bands": bands, "lsh_rows": rows, "s_curve": curve}
+        checkpoint = Checkpointer(self.spark, s.checkpoint_dir)
+        earlier = self.earlier_indexes()  # checked before the expensive pass
+
+        def any_id_repeats() -> bool:
+            return not docs.where(F.col("id").isNotNull()).groupBy("id").count().where(F.col("count") > 1).isEmpty()
+
+        # Signatures computed and committed chunk by chunk, or here (while the ids are checked: that
+        # query alone leaves a core idle); one row per id before anything is joined on id.
+        with beside(self.spark, any_id_repeats) as repeats:
+            signed = self.chunk_results if self.chunk_results is not None else checkpoint(self.chunk_step(docs))
+        ids_repeat = repeats.result()
+        # Chunks may hold copies of one id; signatures computed here from distinct ids are one per id.
+        sigs = checkpoint(self.one_per_id(signed)) if ids_repeat or self.chunk_results is not None else signed
+
+        # Up to broadcast_rows documents are clustered on the driver, unless earlier runs' indexes
+        # (read by Spark) take part.
+        if not earlier and fits_broadcast(sigs, s.broadcast_rows):
+            decisions, found = self.cluster_on_driver(docs, sigs, checkpoint, ids_repeat)
+        else:
+            decisions, found = self.cluster_in_spark(docs, sigs, checkpoint, ids_repeat, earlier)
+        figures.update(found)
         # Read twice, by the output and by the index of what was kept: decided once.
         decisions = checkpoint(decisions)
         kept_columns = [c for c in docs.columns if c not in OWN_COLUMNS]

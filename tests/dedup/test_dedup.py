@@ -207,7 +207,8 @@ def test_same_result_for_any_partitioning_run_and_join(spark, planted, partition
 
 # ---------------------------------------------------------------- hot buckets
 
-def test_hot_bucket_of_identical_and_near_identical_documents(spark, tmp_path):
+@pytest.mark.parametrize("broadcast_rows", [500_000, 0], ids=["on-driver", "spark"])
+def test_hot_bucket_of_identical_and_near_identical_documents(spark, tmp_path, broadcast_rows):
     paragraph = wiki_paragraphs(shared("corpora/en/enwiki-head-articles.xml"), min_words=120)[0]
     words = paragraph.split()
     rows = [(f"same{i:02d}", paragraph, float(i)) for i in range(40)]
@@ -220,10 +221,12 @@ def test_hot_bucket_of_identical_and_near_identical_documents(spark, tmp_path):
              enumerate(wiki_paragraphs(shared("corpora/en/enwiki-head-articles.xml"), min_words=120)[1:4])]
     spark.createDataFrame(rows, "id string, text string, quality_score double").write.parquet(str(tmp_path / "in"))
     # A cap of 4 rows per join key sends every bucket, exact group, candidate fan-in and cluster here through salting.
-    cfg = config.load(overrides={"dedup": {"hot_key_cap": 4, "survivor_order": ["-quality_score"]}})
+    cfg = config.load(overrides={"dedup": {"hot_key_cap": 4, "survivor_order": ["-quality_score"],
+                                           "broadcast_rows": broadcast_rows}})
     stats = run_pipeline(spark, cfg, [str(tmp_path / "in")], ["dedup"], str(tmp_path / "out"), "hot",
                          echo=lambda _: None)[0]
     assert stats["kept"] == 4 and stats["reconciled"]
+    assert stats["clustered_on"] == ("driver" if broadcast_rows else "spark")
     # Highest quality_score survives; the identical copies go as exact duplicates of their group.
     assert stats["rejected"] == {"exact_duplicate": 39, "near_duplicate": 30}
     rejected = spark.read.parquet(str(tmp_path / "out" / "hot" / "dedup" / "rejected"))
@@ -236,12 +239,64 @@ def test_hot_bucket_of_identical_and_near_identical_documents(spark, tmp_path):
     ({"exact": False, "verify": "none"}, {"a1-near": "near_duplicate", "a2-copy": "near_duplicate"}),
     ({"fuzzy": False}, {"a2-copy": "exact_duplicate"}),
 ])
-def test_switches_and_verification_modes(spark, settings, expected):
+@pytest.mark.parametrize("broadcast_rows", [500_000, 0], ids=["on-driver", "spark"])
+def test_switches_and_verification_modes(spark, settings, expected, broadcast_rows):
     a, b = wiki_paragraphs(shared("corpora/en/enwiki-head-articles.xml"), min_words=120)[5:7]
     rng = random.Random(2)
     rows = [("a0", a), ("a1-near", edit_words(a, 0.01, rng, b.split())), ("a2-copy", a.upper()),
             ("b0", b), ("b1-far", edit_words(b, 0.3, rng, a.split())), ("c0", "A short text.")]
-    cfg = config.load(overrides={"dedup": settings})
+    cfg = config.load(overrides={"dedup": {**settings, "broadcast_rows": broadcast_rows}})
     out = DedupStage(spark, cfg).transform(spark.createDataFrame(rows, "id string, text string"), ExitStack()).rows
     rejected = {r["id"]: (r["reject_rule"], r["survivor_id"]) for r in out.where("_outcome = 'rejected'").collect()}
     assert rejected == {i: (rule, "a0") for i, rule in expected.items()}
+
+
+# ---------------------------------------------------------------- on the driver and in Spark
+
+def mixed_corpus(id_type):
+    """Real paragraphs with exact and near copies, two empty texts (no shingles), repeated ids, and a
+    survivor column with nulls, NaN and ties; string ids in an order unlike their numeric one."""
+    rng = random.Random(5)
+    paragraphs = wiki_paragraphs(shared("corpora/en/enwiki-head-articles.xml"), min_words=80)[:30]
+    vocabulary = " ".join(paragraphs).split()
+    texts = []
+    for i, paragraph in enumerate(paragraphs):
+        texts.append(paragraph)
+        if i % 3 == 0:
+            texts.append(paragraph.upper())
+        if i % 4 == 0:
+            texts.append(edit_words(paragraph, 0.01, rng, vocabulary))
+    texts += ["", " "]
+    if id_type == "string":
+        ids = [f"{'zé中'[i % 3]}{i}" for i in range(len(texts))]
+    else:
+        ids = rng.sample(range(-10**12, 10**12), len(texts))
+    scores = [rng.choice([None, math.nan, 0.5, 0.5, 1.0, -1.0]) for _ in texts]
+    rows = list(zip(ids, texts, scores))
+    # The same record read twice, and another text under an id already used.
+    rows += [rows[4], (rows[7][0], paragraphs[-1], 2.0)]
+    return rows
+
+
+@pytest.mark.parametrize("id_type, settings", [
+    ("string", {}),
+    ("long", {"survivor_order": ["-q"]}),
+    ("string", {"survivor_order": ["-q"]}),
+    ("string", {"survivor_order": ["q"], "verify": "signature"}),
+    ("string", {"exact": False, "verify": "none"}),
+    ("string", {"fuzzy": False, "survivor_order": ["-q"]}),
+])
+def test_clustering_on_the_driver_decides_as_the_spark_steps(spark, id_type, settings):
+    docs = spark.createDataFrame(mixed_corpus(id_type), f"id {id_type}, text string, q double").repartition(3)
+    results = {}
+    for broadcast_rows in (500_000, 0):
+        cfg = config.load(overrides={"dedup": {**settings, "broadcast_rows": broadcast_rows}})
+        transformed = DedupStage(spark, cfg).transform(docs, ExitStack())
+        facts = {k: v for k, v in transformed.facts.items() if k not in ("index", "clustered_on", "cc_rounds")}
+        results[transformed.facts["clustered_on"]] = (
+            sorted(map(tuple, transformed.rows.select(*DECISION).collect()), key=repr), facts)
+    assert set(results) == {"driver", "spark"}
+    assert results["driver"] == results["spark"]
+    rules = {r[3] for r in results["driver"][0]}
+    assert "duplicate_id" in rules and ("exact_duplicate" in rules) == settings.get("exact", True)
+    assert ("near_duplicate" in rules) == settings.get("fuzzy", True)
