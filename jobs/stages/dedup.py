@@ -345,6 +345,7 @@ class DedupStage(Stage):
         in Spark. On a small corpus the Spark steps cost a score of small queries, nearly all of it
         planning and scheduling."""
         s: DedupConfig = self.settings
+        id_field = sigs.schema["id"]
         # One sorted task: a row's position is then its rank.
         rows = sigs.coalesce(1).sortWithinPartitions(self.rank()).select("id", TEXT_KEY, "text_hash", "bands").toArrow()
         n = rows.num_rows
@@ -361,7 +362,7 @@ class DedupStage(Stage):
             matrix = bands.take(banded).flatten().to_numpy().reshape(len(banded), s.banding()[0])
             star_src, star_dst = bucket_stars(matrix, id_rank[banded])
             pair_src, pair_dst = banded[star_src], banded[star_dst]
-            id_type = sigs.schema["id"].dataType
+            id_type = id_field.dataType
             pairs = self.spark.createDataFrame(
                 pa.table({"src": ids.take(pair_src), "dst": ids.take(pair_dst)}),
                 T.StructType([T.StructField("src", id_type), T.StructField("dst", id_type)]))
@@ -385,7 +386,6 @@ class DedupStage(Stage):
             "reject_rule": pa.array(np.where(rep != position, "exact_duplicate", "near_duplicate"), pa.string(),
                                     mask=~rejected),
             "_outcome": pa.array(np.where(rejected, "rejected", "kept"), pa.string())})
-        id_field = sigs.schema["id"]
         schema = T.StructType([id_field, T.StructField("cluster_id", id_field.dataType),
                                T.StructField("survivor_id", id_field.dataType),
                                T.StructField("reject_rule", T.StringType()), T.StructField("_outcome", T.StringType())])

@@ -20,6 +20,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.window import Window
 
+from udfs.dedup.clusters import component_labels
+
 
 # ---------------------------------------------------------------- skew-safe joins
 
@@ -148,17 +150,13 @@ def connected_components(edges: DataFrame, max_rounds: int, checkpoint: Checkpoi
 def components_on_driver(edges: DataFrame) -> DataFrame:
     """``connected_components``' (id, root) from the edges collected to the driver: one job, where
     the rounds take a few each, and on a small edge set those jobs are nearly all the cost."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components as component_labels
-
     collected = edges.select("src", "dst").toArrow()
     ends = pa.concat_arrays([collected.column(name).combine_chunks() for name in ("src", "dst")])
     # Sorted, so a component's first node is its least id: numpy orders strings by code point as Spark
     # orders their UTF-8 bytes.
     nodes, index = np.unique(ends.to_numpy(zero_copy_only=False), return_inverse=True)
     src, dst = index[:collected.num_rows], index[collected.num_rows:]
-    graph = coo_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(len(nodes), len(nodes)))
-    _, label = component_labels(graph, directed=False)
+    label = component_labels(src, dst, len(nodes))
     _, first = np.unique(label, return_index=True)
     root = first[label]
     joined = root != np.arange(len(nodes))

@@ -35,17 +35,23 @@ def bucket_stars(bands: np.ndarray, id_rank: np.ndarray) -> Tuple[np.ndarray, np
     return pairs[:, 0], pairs[:, 1]
 
 
+def component_labels(src: np.ndarray, dst: np.ndarray, nodes: int) -> np.ndarray:
+    """Each of ``nodes`` nodes' connected-component label, for the undirected edges (src, dst) between
+    node indexes."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    graph = coo_matrix((np.ones(len(src), np.int8), (src, dst)), shape=(nodes, nodes))
+    return connected_components(graph, directed=False)[1]
+
+
 def survivors(rep: np.ndarray, id_rank: np.ndarray, src: np.ndarray, dst: np.ndarray
               ) -> Tuple[np.ndarray, np.ndarray]:
     """Each row's cluster (the position of its component's least id) and survivor (its component's
     least position), given each row's representative ``rep`` and the verified edges between
     representatives (positions). A row joins its representative's component."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
     n = len(rep)
-    graph = coo_matrix((np.ones(len(src), np.int8), (src, dst)), shape=(n, n))
-    _, label = connected_components(graph, directed=False)
+    label = component_labels(src, dst, n)
     by_id = np.argsort(id_rank)
     least_id = np.full(n, n, np.int64)
     np.minimum.at(least_id, label, id_rank)
