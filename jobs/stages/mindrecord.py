@@ -32,7 +32,7 @@ import os
 import tempfile
 from contextlib import ExitStack
 from functools import cached_property
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -49,6 +49,9 @@ from udfs.mindrecord.records import (COPY_SUFFIX, DOCUMENT_SCHEMA, MANIFEST, MIS
                                      manifest_stages, mindrecord_rows, s3_options_from_hadoop, sequence_schema,
                                      shard_name, upload_files)
 
+# The most moved rows looked up by key in a broadcast table (a few MB); a run that moves more (a bucket
+# far fuller than the rest) numbers its whole rows.
+MAX_LISTED_MOVES = 200_000
 # text_too_long: documents (documents mode) whose text is over io.max_text_chars, left out of the shard.
 SHARDS_SCHEMA = "shard int, file string, rows long, tokens long, text_too_long long, _outcome string"
 
@@ -71,12 +74,19 @@ def with_stays(rows: DataFrame) -> DataFrame:
     return rows.join(holding, "_copies", "left").withColumn("_stays", F.coalesce(F.col("_stays"), F.lit(False)))
 
 
-def balanced(rows: DataFrame, buckets: int) -> DataFrame:
+def balanced(rows: DataFrame, buckets: int, key_columns: Sequence[str]) -> DataFrame:
     """``rows`` with a ``shard`` column: the bucket, but for the rows ``balance_plan`` moves.
 
     ``rows`` has ``_copies``, the document copies each row holds (dropped here). pack put the copies of
     a document in different buckets; a row holding one is moved only when a bucket has too few rows of
     documents without copies to give, so that copies stay in different shards.
+
+    The rows of a bucket are numbered in one fixed order: the rows that stay first (``balance_plan``
+    moves the rows past a bucket's target), then a hash of ``key_columns`` (small columns that tell the
+    rows apart, e.g. the id), then a hash of the whole row. The numbering is done on those small columns
+    alone and the moved rows are looked up by bucket and key, so the whole rows cross the cluster once,
+    to their shard. Where that cannot name the moved rows (two rows of a bucket share a key and one of
+    them moves, or more than ``MAX_LISTED_MOVES`` rows move) the whole rows are numbered instead.
     """
     counts = {r["bucket"]: r["count"] for r in rows.groupBy("bucket").count().collect()}
     strays = sorted(str(b) for b in counts if b is None or not 0 <= b < buckets)
@@ -84,18 +94,33 @@ def balanced(rows: DataFrame, buckets: int) -> DataFrame:
         raise ConfigError(f"--input: bucket(s) {', '.join(strays)} are outside 0..{buckets - 1} (mix.buckets); "
                           f"the input was bucketed with another bucket count")
     moves = balance_plan(counts, buckets)
+    columns = [c for c in rows.columns if c != "_copies"]
     if not moves:
-        return rows.withColumn("shard", F.col("bucket")).drop("_copies")
-    # A fixed order within each bucket, numbered from 0: the rows that stay first, as balance_plan moves
-    # the rows past a bucket's target; within each group a hash of the whole row.
-    order = Window.partitionBy("bucket").orderBy(F.col("_stays").desc(), F.xxhash64(*rows.columns))
+        return rows.withColumn("shard", F.col("bucket")).select(*columns, "shard")
+    keyed = rows.withColumn("_key", F.xxhash64(*key_columns))
+    order = [F.col("_stays").desc(), F.col("_key")]
+    small = placed(with_stays(keyed.select("bucket", "_copies", "_key")), moves, order)
+    sharing = F.count(F.lit(1)).over(Window.partitionBy("bucket", "_key"))
+    listed = (small.withColumn("_sharing", sharing).where(F.col("shard") != F.col("bucket"))
+              .select("bucket", "_key", "shard", "_sharing").limit(MAX_LISTED_MOVES + 1).collect())
+    if len(listed) <= MAX_LISTED_MOVES and all(r["_sharing"] == 1 for r in listed):
+        moved = rows.sparkSession.createDataFrame([(r["bucket"], r["_key"], r["shard"]) for r in listed],
+                                                  "bucket int, _key long, _moved_to int")
+        return (keyed.join(F.broadcast(moved), ["bucket", "_key"], "left")
+                .withColumn("shard", F.coalesce(F.col("_moved_to"), F.col("bucket"))).select(*columns, "shard"))
+    return placed(with_stays(keyed), moves, order + [F.xxhash64(*rows.columns)]).select(*columns, "shard")
+
+
+def placed(rows: DataFrame, moves: List[Tuple[int, int, int, int]], order: list) -> DataFrame:
+    """``rows`` with ``shard``: each bucket's rows numbered from 0 in ``order``, and those of a move's
+    range sent to its shard."""
     moved = [((F.col("bucket") == bucket) & F.col("_index").between(start, stop - 1), target)
              for bucket, start, stop, target in moves]
     shard = F.when(*moved[0])
     for condition, target in moved[1:]:
         shard = shard.when(condition, target)
-    return (with_stays(rows).withColumn("_index", F.row_number().over(order) - 1)
-            .withColumn("shard", shard.otherwise(F.col("bucket"))).drop("_index", "_stays", "_copies"))
+    return (rows.withColumn("_index", F.row_number().over(Window.partitionBy("bucket").orderBy(*order)) - 1)
+            .withColumn("shard", shard.otherwise(F.col("bucket"))).drop("_index"))
 
 
 def with_placeholders(rows: DataFrame, buckets: int) -> DataFrame:
@@ -236,7 +261,7 @@ class MindRecordStage(Stage):
                                                   "text_too_long": pa.array(list(too_long.values()), pa.int64()),
                                                   "_outcome": ["kept"] * len(rows)})
 
-        rows = with_placeholders(balanced(out.rows, buckets), buckets)
+        rows = with_placeholders(balanced(out.rows, buckets, ("id", "_copies")), buckets)
         shards = one_task_per_bucket(rows, "shard", buckets).mapInArrow(write_shards, SHARDS_SCHEMA)
         # repartition, not coalesce: coalesce(1) would pull the shard writers into one task.
         shards.repartition(1).write.mode("overwrite").parquet(f"{tmp_dir}/shards")

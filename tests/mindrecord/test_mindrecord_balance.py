@@ -1,5 +1,10 @@
 """mindrecord's balancing of rows per shard moves the rows of documents without copies, so the copies
 (repeats) of a document that pack put in different buckets stay in different shards."""
+import random
+
+import pytest
+
+from jobs.stages import mindrecord
 from jobs.stages.mindrecord import balanced
 
 # Rows as pack writes them: a bucket and the copies (``<document>#<epoch>``) of each sequence's pieces.
@@ -13,7 +18,7 @@ ROWS = [
 
 def shards_of(spark, rows, buckets):
     frame = spark.createDataFrame(rows, "bucket int, _copies array<string>")
-    placed = balanced(frame.withColumn("copies", frame["_copies"]), buckets)
+    placed = balanced(frame.withColumn("copies", frame["_copies"]), buckets, ("copies",))
     assert "_copies" not in placed.columns
     return [(r["bucket"], list(r["copies"]), r["shard"]) for r in placed.collect()]
 
@@ -43,3 +48,46 @@ def test_rows_with_copies_move_when_nothing_else_can(spark):
     assert [sum(shard == s for _, _, shard in placed) for s in range(2)] == [4, 4]
     assert len(shared_shards(placed)) == 1
     assert sorted(placed) == sorted(shards_of(spark, rows, 2))
+
+
+def skewed_rows(seed):
+    """Sequences with ids spread over 4 buckets far from even; one document in 5 has a copy elsewhere."""
+    rng = random.Random(seed)
+    rows = []
+    for n in range(300):
+        bucket = rng.choice([0, 0, 0, 1, 1, 2, 3])
+        copies = [f"D{n}#0"] + ([f"R{rng.randrange(40)}#{rng.randrange(2)}"] if rng.random() < 0.2 else [])
+        rows.append((f"seq-{n}", bucket, copies))
+    return rows
+
+
+def placements(placed):
+    return sorted((r["id"], r["bucket"], r["shard"]) for r in placed.collect())
+
+
+def whole_rows_numbered(placed) -> bool:
+    return "Window" in placed._jdf.queryExecution().optimizedPlan().toString()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_moved_rows_named_by_key_are_those_numbering_whole_rows_moves(spark, monkeypatch, seed):
+    frame = spark.createDataFrame(skewed_rows(seed), "id string, bucket int, _copies array<string>")
+    by_key = balanced(frame, 4, ("id", "_copies"))
+    assert not whole_rows_numbered(by_key)
+    monkeypatch.setattr(mindrecord, "MAX_LISTED_MOVES", 0)
+    by_numbering = balanced(frame, 4, ("id", "_copies"))
+    assert whole_rows_numbered(by_numbering)
+    assert placements(by_key) == placements(by_numbering)
+    shards = [shard for _, _, shard in placements(by_key)]
+    assert [shards.count(s) for s in range(4)] == [75, 75, 75, 75]
+
+
+def test_rows_that_share_a_key_are_placed_one_by_one(spark):
+    """Repeated rows (same id, same copies) in an overfull bucket: looked up by key they would all move
+    or all stay (or be doubled by the lookup), so the whole rows are numbered and the counts still even out."""
+    rows = [("same", 0, ["S#0"])] * 6 + [("other", 1, ["O#0"])]
+    frame = spark.createDataFrame(rows, "id string, bucket int, _copies array<string>")
+    placed = balanced(frame, 2, ("id", "_copies"))
+    assert whole_rows_numbered(placed)
+    shards = [shard for _, _, shard in placements(placed)]
+    assert len(shards) == 7 and sorted(shards.count(s) for s in range(2)) == [3, 4]
