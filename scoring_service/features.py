@@ -52,6 +52,13 @@ _SENTENCE_END = _codes(".!?")
 _CLAUSE_END = _codes(",;:-\u2013\u2014")
 _CLOSERS = _codes("\"')]")
 _SYMBOLS = _codes("|/\\#@*=+_~^<>[]{}&%$\u00bb\u00ab\u203a\u2039\u2022\u00b7\u00a9\u00ae\u2122\u2192\u25b6\u25ba")
+# The class of each code point of the basic plane, where all three sets lie (0: none, 1: sentence
+# end, 2: clause end, 3: symbol): the layout counts look each text's code points up once, instead of
+# one set test per class over all of them.
+_PUNCTUATION_CLASS = np.zeros(0x10000, dtype=np.uint8)
+for _class, _members in enumerate((_SENTENCE_END, _CLAUSE_END, _SYMBOLS), start=1):
+    assert not _PUNCTUATION_CLASS[_members].any() and _members.max() < 0xFFFF
+    _PUNCTUATION_CLASS[_members] = _class
 
 
 # Line shapes: 11 log2 length buckets × 3 endings; ids 1..33 for a line, then pairs of lines.
@@ -190,6 +197,10 @@ def _gather_rows(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> Tupl
     if total == 0:
         return np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32)
     row_of = np.repeat(np.arange(len(rows), dtype=np.int32), lengths)
+    first = rows[0]
+    if rows[-1] - first + 1 == len(rows) and np.array_equal(rows, np.arange(first, first + len(rows))):
+        # Consecutive rows (the scorer's sub-batches): their ids are one slice, no gather.
+        return ids[offsets[first]:offsets[first + len(rows)]].astype(np.int32, copy=False), row_of
     within = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     return ids[np.repeat(offsets[:-1][rows], lengths) + within].astype(np.int32, copy=False), row_of
 
@@ -251,6 +262,7 @@ class FeatureHasher:
         def per_doc(values_doc, weights=None):
             return np.bincount(values_doc, weights=weights, minlength=batch).astype(np.float64)
 
+        punctuation = _PUNCTUATION_CLASS[np.minimum(cp, 0xFFFF)]  # 0xFFFF (a noncharacter) is in no class
         total_units = per_doc(doc, np.where(marker, 0, weight))
         n_lines = per_doc(line_doc)
         per_100 = 100.0 / np.maximum(total_units, 1.0)
@@ -261,10 +273,10 @@ class FeatureHasher:
             np.log2(np.maximum(total_units / safe_lines, 1.0)),
             per_doc(line_doc, ending == 0) / safe_lines,
             per_doc(line_doc, ending == 2) / safe_lines,
-            per_doc(doc[np.isin(cp, _SENTENCE_END)]) * per_100,
-            per_doc(doc[np.isin(cp, _CLAUSE_END)]) * per_100,
+            per_doc(doc[punctuation == 1]) * per_100,
+            per_doc(doc[punctuation == 2]) * per_100,
             per_doc(doc[cp == 0x30]) * per_100 / 100.0,
-            per_doc(doc[np.isin(cp, _SYMBOLS)]) * per_100 / 100.0,
+            per_doc(doc[punctuation == 3]) * per_100 / 100.0,
         )
         layout = np.empty((batch, LAYOUT_FEATURES), dtype=np.int32)
         for k, ((_, edges), value) in enumerate(zip(_LAYOUT_EDGES, values)):

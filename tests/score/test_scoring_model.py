@@ -61,6 +61,17 @@ def test_bags_slice_join_and_gather_to_what_encode_gives(hasher):
     assert longest.line_counts()[0] <= HashingSpec().max_line_ids
 
 
+def test_each_punctuation_class_moves_only_its_own_layout_rate(hasher):
+    """The layout's rates of sentence ends, clause ends and symbols (columns 5, 6 and 8): the same line
+    with ten of one kind of mark inside it differs from the bare line in that column alone."""
+    words = ["word"] * 40
+    base = hasher.encode([" ".join(words)]).layout[0]
+    for marks, column in ((".", 5), ("!", 5), (",", 6), ("\u2014", 6), ("|", 8), ("\u00bb", 8), ("\u25ba", 8)):
+        text = " ".join(w + (marks if i % 4 == 1 else "") for i, w in enumerate(words))
+        changed = np.flatnonzero(hasher.encode([text]).layout[0] != base).tolist()
+        assert changed == [column], (marks, changed)
+
+
 def test_normalisation_maps_digits_cjk_punctuation_and_whitespace():
     assert normalize("Price:  ＄１２ on 2024-05-01\n\n\n  Next", 100) == "price: $00 on 0000-00-00\nnext"
     assert normalize("我们去了公园，天气很好。", 100) == "我们去了公园,天气很好."
