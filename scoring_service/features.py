@@ -52,13 +52,22 @@ _SENTENCE_END = _codes(".!?")
 _CLAUSE_END = _codes(",;:-\u2013\u2014")
 _CLOSERS = _codes("\"')]")
 _SYMBOLS = _codes("|/\\#@*=+_~^<>[]{}&%$\u00bb\u00ab\u203a\u2039\u2022\u00b7\u00a9\u00ae\u2122\u2192\u25b6\u25ba")
-# The class of each code point of the basic plane, where all three sets lie (0: none, 1: sentence
-# end, 2: clause end, 3: symbol): the layout counts look each text's code points up once, instead of
-# one set test per class over all of them.
-_PUNCTUATION_CLASS = np.zeros(0x10000, dtype=np.uint8)
+# Each code point's classes for the layout, looked up once per code point of a batch instead of a set
+# or range test per class over all of them: the low two bits hold the punctuation class (1 sentence end,
+# 2 clause end, 3 symbol), _CJK marks the scripts written without spaces between words (Han, kana,
+# hangul, CJK punctuation). Code points from 0x40000 up are in no class.
+_CJK = 4
+_CJK_RANGES = ((0x2E80, 0x9FFF), (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0xFF00, 0xFFEF), (0x20000, 0x3FFFF))
+_CHAR_CLASS = np.zeros(0x40001, dtype=np.uint8)
+for _low, _high in _CJK_RANGES:
+    _CHAR_CLASS[_low:_high + 1] = _CJK
 for _class, _members in enumerate((_SENTENCE_END, _CLAUSE_END, _SYMBOLS), start=1):
-    assert not _PUNCTUATION_CLASS[_members].any() and _members.max() < 0xFFFF
-    _PUNCTUATION_CLASS[_members] = _class
+    assert not (_CHAR_CLASS[_members] & 3).any()  # each mark in one class
+    _CHAR_CLASS[_members] |= _class
+
+
+def _char_class(cp: np.ndarray) -> np.ndarray:
+    return _CHAR_CLASS[np.minimum(cp, len(_CHAR_CLASS) - 1)]
 
 
 # Line shapes: 11 log2 length buckets × 3 endings; ids 1..33 for a line, then pairs of lines.
@@ -182,13 +191,6 @@ def normalize(text: str, max_chars: int) -> str:
     return "\n".join(line for line in lines if line)[:max_chars].lower().translate(_TRANSLATE)
 
 
-def _is_cjk(cp: np.ndarray) -> np.ndarray:
-    """Han, kana, hangul and CJK punctuation: scripts written without spaces between words."""
-    return (((cp >= 0x2E80) & (cp <= 0x9FFF)) | ((cp >= 0xAC00) & (cp <= 0xD7AF))
-            | ((cp >= 0xF900) & (cp <= 0xFAFF)) | ((cp >= 0xFF00) & (cp <= 0xFFEF))
-            | ((cp >= 0x20000) & (cp <= 0x3FFFF)))
-
-
 def _gather_rows(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """The ids of ``rows`` one after another, and the position in ``rows`` each came from. A batch
     without ids gets one padding id (0, counted by no row), since the graph takes no empty tensor."""
@@ -239,7 +241,8 @@ class FeatureHasher:
     @staticmethod
     def _layout(cp: np.ndarray, doc: np.ndarray, batch: int):
         """Line-shape tokens (flat ``doc``, ``id``) and the ``[batch, LAYOUT_FEATURES]`` layout ids."""
-        weight = 1 + 2 * _is_cjk(cp).astype(np.int64)
+        classes = _char_class(cp)
+        weight = np.where(classes & _CJK, 3, 1)
         marker = (cp == 10) | (cp == 2) | (cp == 3)
         units = np.concatenate(([0], np.cumsum(np.where(marker, 0, weight))))
 
@@ -262,8 +265,9 @@ class FeatureHasher:
         def per_doc(values_doc, weights=None):
             return np.bincount(values_doc, weights=weights, minlength=batch).astype(np.float64)
 
-        punctuation = _PUNCTUATION_CLASS[np.minimum(cp, 0xFFFF)]  # 0xFFFF (a noncharacter) is in no class
-        total_units = per_doc(doc, np.where(marker, 0, weight))
+        punctuation = classes & 3
+        # The units of each text: differences of the running count at the texts' starts (doc is sorted).
+        total_units = np.diff(units[np.searchsorted(doc, np.arange(batch + 1))]).astype(np.float64)
         n_lines = per_doc(line_doc)
         per_100 = 100.0 / np.maximum(total_units, 1.0)
         safe_lines = np.maximum(n_lines, 1.0)

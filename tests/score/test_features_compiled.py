@@ -10,7 +10,8 @@ import pytest
 from conftest import shared
 from scoring_service import _features
 from scoring_service.artifacts import DEFAULT_MODEL_DIR, read_info
-from scoring_service.features import _BOS, _EOS, FeatureHasher, HashingSpec, _flat, _is_cjk, normalize
+from scoring_service.features import (_BOS, _CHAR_CLASS, _CJK, _CLAUSE_END, _EOS, _SENTENCE_END, _SYMBOLS, FeatureHasher,
+                                      HashingSpec, _char_class, _flat, normalize)
 
 PRIME = np.uint64(0x100000001B3)
 PRIME_INV = np.uint64(pow(int(PRIME), -1, 1 << 64))
@@ -23,9 +24,25 @@ def mix(h):
     return h ^ (h >> np.uint64(31))
 
 
+def is_cjk(cp):
+    """Han, kana, hangul and CJK punctuation: scripts written without spaces between words."""
+    return (((cp >= 0x2E80) & (cp <= 0x9FFF)) | ((cp >= 0xAC00) & (cp <= 0xD7AF))
+            | ((cp >= 0xF900) & (cp <= 0xFAFF)) | ((cp >= 0xFF00) & (cp <= 0xFFEF))
+            | ((cp >= 0x20000) & (cp <= 0x3FFFF)))
+
+
+def test_the_class_table_holds_the_cjk_ranges_and_the_punctuation_sets_for_every_code_point():
+    cp = np.arange(0x110000 + 2, dtype=np.uint64)  # every code point, and past the last
+    classes = _char_class(cp)
+    assert len(_CHAR_CLASS) < len(cp)
+    assert np.array_equal((classes & _CJK) != 0, is_cjk(cp))
+    for value, members in ((1, _SENTENCE_END), (2, _CLAUSE_END), (3, _SYMBOLS)):
+        assert np.array_equal((classes & 3) == value, np.isin(cp, members))
+
+
 def words(cp):
     """Runs of non-space characters outside CJK; each CJK character is a word by itself."""
-    cjk = _is_cjk(cp)
+    cjk = is_cjk(cp)
     space = (cp <= 0x20) | (cp == 0xA0)
     word = ~space & ~cjk
     prev = np.concatenate(([False], word[:-1]))
