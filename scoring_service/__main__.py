@@ -81,7 +81,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                        help="MindSpore CPU kernel threads per replica (device CPU; default %(default)s: its idle "
                             "threads spin, so add replicas with --workers rather than threads)")
     serve.add_argument("--max-batch", type=int, default=512, help="texts merged into one forward pass")
-    serve.add_argument("--max-wait-ms", type=float, default=5.0, help="wait for more texts to fill a batch")
+    serve.add_argument("--max-wait-ms", type=float, default=5.0,
+                       help="wait for more texts to fill a batch (not once its content ids fill a forward pass)")
     serve.add_argument("--max-queue-texts", type=int, default=16384, help="queued texts before 429")
     serve.add_argument("--max-queue-bytes", type=int, default=256 << 20,
                        help="body bytes of the requests in hand before 429 (at least --max-request-bytes)")

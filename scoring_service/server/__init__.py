@@ -20,8 +20,8 @@ Endpoints
     GET  /metrics    Prometheus exposition (prometheus_client): requests by endpoint and code, texts,
                      batch sizes, latencies, queue depth, errors, rejections.
 
-Requests from concurrent connections are merged into micro-batches (up to ``max_batch`` texts, or
-whatever arrived within ``max_wait_ms`` of the first). ``workers`` > 1 runs that many model
+Requests from concurrent connections are merged into micro-batches (up to ``max_batch`` texts or the
+content ids of one forward pass, or whatever arrived within ``max_wait_ms`` of the first). ``workers`` > 1 runs that many model
 replicas, each in a process of its own (``model_process.py``) on its own device id, behind this one
 HTTP front: one queue, one set of limits and one ``/metrics`` for the whole service, N batches in
 flight at once. (N uvicorn processes sharing the port would each have their own queue, limits and

@@ -1,6 +1,7 @@
 """Dynamic micro-batching and the service's admission limits. Requests from concurrent connections
-are queued as jobs and merged into forward passes of up to ``max_batch`` texts (or whatever arrived
-within ``max_wait_ms`` of the first), one batching thread per model replica over one shared queue;
+are queued as jobs and merged into forward passes of up to ``max_batch`` texts or a pass's content
+ids (or whatever arrived within ``max_wait_ms`` of the first), one batching thread per model replica
+over one shared queue;
 ``ByteBudget`` bounds the body bytes of the requests in hand. Past either limit a request is answered
 429 at once rather than queued without bound.
 """
@@ -11,6 +12,7 @@ import threading
 import time
 from typing import Callable, List, Optional, Sequence
 
+from scoring_service.backend import MAX_BATCH_IDS
 from scoring_service.features import Bags
 from scoring_service.model_process import ReplicaGone
 from scoring_service.server.config import ServerConfig
@@ -72,9 +74,11 @@ class MicroBatcher:
         return job
 
     def _collect(self, first: _Job) -> List[_Job]:
-        jobs, size = [first], first.bags.rows
+        # A batch whose content ids fill a forward pass waits for no company: more texts would only go
+        # to a pass of their own.
+        jobs, size, ids = [first], first.bags.rows, len(first.bags.content)
         deadline = time.monotonic() + self.config.max_wait_ms / 1000.0
-        while size < self.config.max_batch:
+        while size < self.config.max_batch and ids < MAX_BATCH_IDS:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
@@ -87,6 +91,7 @@ class MicroBatcher:
                 break
             jobs.append(job)
             size += job.bags.rows
+            ids += len(job.bags.content)
         return jobs
 
     def _run(self, replica, name: str) -> None:

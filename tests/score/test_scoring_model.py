@@ -225,6 +225,30 @@ def test_requests_arriving_together_are_scored_in_one_forward_pass(shipped):
     assert all(np.allclose(job.scores, expected, atol=1e-6) for job, expected in zip(jobs, alone))
 
 
+@pytest.mark.slow  # loads the shipped MindSpore model
+def test_a_batch_whose_ids_fill_a_forward_pass_waits_for_no_company(shipped, monkeypatch):
+    # As above, but the first request alone holds the content ids of a forward pass: it is scored at
+    # once, and the two shorter ones, queued meanwhile, in a batch of their own.
+    from scoring_service.server import Metrics, MicroBatcher, ServerConfig, batching
+
+    long_text = "The first request holds one long text, with many words in it. " * 4
+    first = shipped.hasher.encode_bags([long_text])
+    rest = [["Second request.", "Two texts."], ["Third."]]
+    monkeypatch.setattr(batching, "MAX_BATCH_IDS", len(first.content))
+    metrics_ = Metrics()
+    batcher = MicroBatcher([shipped], ServerConfig(model_dir=DEFAULT_MODEL_DIR, max_wait_ms=2000, max_batch=64),
+                           metrics_)
+    assert sum(len(shipped.hasher.encode_bags(texts).content) for texts in rest) < len(first.content)
+    jobs = [batcher.submit(first)] + [batcher.submit(shipped.hasher.encode_bags(texts)) for texts in rest]
+    for job in jobs:
+        assert job.done.wait(30)
+    batcher.stop(5)
+    samples = metrics_.registry.get_sample_value
+    assert (samples("scoring_batch_size_count"), samples("scoring_batch_size_sum")) == (2, 4)
+    alone = [shipped.score([long_text])] + [shipped.score(texts) for texts in rest]
+    assert all(np.allclose(job.scores, expected, atol=1e-6) for job, expected in zip(jobs, alone))
+
+
 def _auc(scorer, positives, negatives):
     scores = scorer.score([e.text for e in positives] + [e.text for e in negatives])
     labels = np.r_[np.ones(len(positives)), np.zeros(len(negatives))]
