@@ -21,11 +21,11 @@ Endpoints
                      batch sizes, latencies, queue depth, errors, rejections.
 
 Requests from concurrent connections are merged into micro-batches (up to ``max_batch`` texts or the
-content ids of one forward pass, or whatever arrived within ``max_wait_ms`` of the first). ``workers`` > 1 runs that many model
-replicas, each in a process of its own (``model_process.py``) on its own device id, behind this one
-HTTP front: one queue, one set of limits and one ``/metrics`` for the whole service, N batches in
-flight at once. (N uvicorn processes sharing the port would each have their own queue, limits and
-metrics, and a scrape of ``/metrics`` would see one of them.)
+content ids of one forward pass, or whatever arrived within ``max_wait_ms`` of the first).
+``workers`` > 1 runs that many model replicas, each in a process of its own (``model_process.py``) on
+its own device id, behind this one HTTP front: one queue, one set of limits and one ``/metrics`` for
+the whole service, N batches in flight at once. (N uvicorn processes sharing the port would each have
+their own queue, limits and metrics, and a scrape of ``/metrics`` would see one of them.)
 
 Limits answer with clear 4xx: 413 for a body, a text count or a text over its limit (an encoded
 text: more ids than the model's hashing makes), 400 for malformed bodies (encoded: wrong column

@@ -10,8 +10,8 @@ import pytest
 from conftest import shared
 from scoring_service import _features
 from scoring_service.artifacts import DEFAULT_MODEL_DIR, read_info
-from scoring_service.features import (_BOS, _CHAR_CLASS, _CJK, _CLAUSE_END, _EOS, _SENTENCE_END, _SYMBOLS, FeatureHasher,
-                                      HashingSpec, _char_class, _flat, normalize)
+from scoring_service.features import (_BOS, _CHAR_CLASS, _CJK, _CLAUSE_END, _EOS, _SENTENCE_END, _SYMBOLS,
+                                      FeatureHasher, HashingSpec, _char_class, _flat, normalize)
 
 PRIME = np.uint64(0x100000001B3)
 PRIME_INV = np.uint64(pow(int(PRIME), -1, 1 << 64))
