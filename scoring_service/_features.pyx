@@ -1,6 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The content bag of ``features.py`` in compiled code: every character n-gram, word and word n-gram
-of a batch hashed in one pass over its code points, the ids grouped by text as they come.
+of a batch hashed in one pass over its code points, the ids grouped by text as they come
+(``content_bags``), then counted per text (``counted_bag``).
 
 The same ids, in the same order, as their definition in numpy (tests/score/test_features_compiled.py): per
 text, the character n-grams of each order in ``char_orders`` by position, then the words, then the
@@ -11,10 +12,12 @@ and bucketed to ``1 + h mod (buckets - 1)``.
 """
 import numpy as np
 
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 cdef uint64_t PRIME = 0x100000001B3
 cdef uint64_t WORD_SALT = 0x9E3779B97F4A7C15
+cdef int64_t STAMP_MASK = <int64_t>0x7FFFFFFF00000000
+cdef int64_t COUNT_MASK = 0xFFFFFFFF
 
 
 cdef inline uint64_t mix64(uint64_t h) noexcept nogil:
@@ -110,3 +113,70 @@ def content_bags(const uint64_t[::1] cp, const int64_t[::1] lengths, const int64
             offsets[d + 1] = out_n
             s = e
     return ids_array[:out_n].copy(), offsets_array
+
+
+def counted_bag(const int32_t[::1] ids, const int64_t[::1] offsets, int count_bits):
+    """The content bag counted: (ids int32, classes uint8, offsets int64), each id of a text once per
+    set bit of its count there.
+
+    Text t's ids are ``ids[offsets[t]:offsets[t + 1]]``. An id counted c times in it is listed once in
+    class k for every set bit k of c below the top class, and ``c >> (count_bits - 1)`` times in the
+    top class, so any count is written whole: the entries of class k stand for 2**k occurrences each.
+    A text's entries follow the first occurrences of its ids, its bits in ascending order."""
+    cdef Py_ssize_t n_texts = offsets.shape[0] - 1, t, i, total, longest = 0, n_distinct, out_n = 0
+    cdef int32_t top = count_bits - 1, vocab = 0, d, k
+    cdef int64_t c, state, stamp
+    cdef bint first
+    if count_bits < 1 or count_bits > 30:
+        raise ValueError("counted_bag: count_bits must lie in 1..30")
+    if n_texts < 0 or offsets[0] != 0 or offsets[n_texts] != ids.shape[0]:
+        raise ValueError("counted_bag: the offsets do not span the ids")
+    for t in range(n_texts):
+        if offsets[t + 1] < offsets[t]:
+            raise ValueError("counted_bag: the offsets decrease")
+        longest = max(longest, offsets[t + 1] - offsets[t])
+    total = ids.shape[0]
+    for i in range(total):
+        if ids[i] < 0:
+            raise ValueError("counted_bag: negative id")
+        vocab = max(vocab, ids[i] + 1)
+    # Each entry stands for at least one occurrence, so there are at most as many entries as ids.
+    out_ids_array = np.empty(total, dtype=np.int32)
+    out_classes_array = np.empty(total, dtype=np.uint8)
+    out_offsets_array = np.zeros(n_texts + 1, dtype=np.int64)
+    # Per id: the text + 1 it was last counted in (high 32 bits) and its count there (low 32).
+    seen_array = np.zeros(vocab, dtype=np.int64)
+    distinct_array = np.empty(longest, dtype=np.int32)
+    cdef int32_t[::1] out_ids = out_ids_array, distinct = distinct_array
+    cdef uint8_t[::1] out_classes = out_classes_array
+    cdef int64_t[::1] out_offsets = out_offsets_array, seen = seen_array
+    with nogil:
+        for t in range(n_texts):
+            n_distinct = 0
+            stamp = (t + 1) << 32
+            for i in range(offsets[t], offsets[t + 1]):
+                # Without a branch: an id not yet seen in this text is listed and starts its count.
+                d = ids[i]
+                state = seen[d]
+                first = (state & STAMP_MASK) != stamp
+                distinct[n_distinct] = d
+                n_distinct += first
+                seen[d] = (stamp | 1) if first else state + 1
+            for i in range(n_distinct):
+                # The count's bits below the top class one by one (most counts are 1), then the rest.
+                d = distinct[i]
+                c = seen[d] & COUNT_MASK
+                k = 0
+                while c and k < top:
+                    if c & 1:
+                        out_ids[out_n] = d
+                        out_classes[out_n] = <uint8_t>k
+                        out_n += 1
+                    c >>= 1
+                    k += 1
+                for k in range(c):
+                    out_ids[out_n] = d
+                    out_classes[out_n] = <uint8_t>top
+                    out_n += 1
+            out_offsets[t + 1] = out_n
+    return out_ids_array[:out_n], out_classes_array[:out_n], out_offsets_array

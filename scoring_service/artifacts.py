@@ -4,8 +4,8 @@ A model directory holds::
 
     model.json      name, version, hashing spec, network shape, threshold, metrics
     model.ckpt      MindSpore checkpoint (for fine-tuning, or loading without MindIR)
-    model.bags.mindir  the exported inference graph; its inputs are ``features.Encoded``: content,
-                    content_rows, lines, lines_rows (int32 [None]) and layout (int32 [None, None])
+    model.counted.mindir  the exported inference graph; its inputs are ``features.Encoded``: content,
+                    content_segments, lines, lines_rows (int32 [None]) and layout (int32 [None, None])
     MODEL_CARD.md   data sources and licences, counts, held-out metrics, P-R curve
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from scoring_service.features import HashingSpec
 
-MODEL_JSON, CHECKPOINT, MINDIR, CARD = "model.json", "model.ckpt", "model.bags.mindir", "MODEL_CARD.md"
+MODEL_JSON, CHECKPOINT, MINDIR, CARD = "model.json", "model.ckpt", "model.counted.mindir", "MODEL_CARD.md"
 DEFAULT_MODEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "default")
 
 
@@ -54,7 +54,8 @@ class ModelInfo:
 
 def served_file(model_dir: str) -> str:
     """The file the service loads the network from: the MindIR graph, or the checkpoint in a folder
-    without one (trained before the graph took ``features.Encoded``: same parameters, same scores)."""
+    without one (trained before the graph took the counted content bag of ``features.Encoded``: the
+    same parameters; its older graph would read the count classes as rows)."""
     return MINDIR if os.path.exists(os.path.join(model_dir, MINDIR)) else CHECKPOINT
 
 

@@ -212,12 +212,14 @@ class ScoringClient:
 
 
 def encoded_body(bags: Bags, hashing_digest: str) -> bytes:
-    """The Arrow body of ``/v1/score/encoded``: one list<int32> column per bag."""
-    def column(ids, offsets):
-        return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), pa.array(ids, type=pa.int32()))
+    """The Arrow body of ``/v1/score/encoded``: one list<int32> column per bag, and the content's
+    count classes (list<uint8>)."""
+    def column(ids, offsets, value_type=pa.int32()):
+        return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), pa.array(ids, type=value_type))
 
     width = bags.layout.shape[1]
     table = pa.table({"content": column(bags.content, bags.content_offsets),
+                      "content_classes": column(bags.content_classes, bags.content_offsets, pa.uint8()),
                       "lines": column(bags.lines, bags.lines_offsets),
                       "layout": column(bags.layout.reshape(-1), np.arange(0, width * (bags.rows + 1), width))})
     return _arrow_stream(table.replace_schema_metadata({"hashing": hashing_digest}))

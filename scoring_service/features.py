@@ -17,7 +17,7 @@ same thing in Chinese as in English: the model can carry over what it learned ab
 prose and of boilerplate to scripts it has little training text for.
 
 The content bag is hashed in compiled code (``_features.pyx``), in one pass over the batch's code
-points; the line shapes and the layout with numpy. There is no Python loop over n-grams, only one
+points, and counted there (each id once per set bit of its count in its text, ``COUNT_BITS``); the line shapes and the layout with numpy. There is no Python loop over n-grams, only one
 normalisation call per text.
 """
 from __future__ import annotations
@@ -126,14 +126,23 @@ class HashingSpec:
         return 2 * (self.max_chars + 2)
 
 
+# Classes of the content bag's counts: an id counted c times in a text is listed once per set bit of c
+# (``_features.counted_bag``), so the network gathers about half the embeddings a list of every
+# occurrence takes (n-grams repeat within a text) and weighs each class by its power of two, which is
+# exact. 16 covers every count a text of up to ~13,000 characters can have; a larger count goes whole
+# to the top class.
+COUNT_BITS = 16
+
+
 class Encoded(NamedTuple):
     """A batch as the network takes it, all ``int32``: each variable-length bag as the ids of all
-    texts one after another with, per id, the row (text) it belongs to; no padding, so the network's
-    cost follows the ids, not the longest text. ``layout [batch, LAYOUT_FEATURES]`` is a matrix
-    (0 = padding) and gives the batch size."""
+    texts one after another with, per id, the segment it is summed in; no padding, so the network's
+    cost follows the ids, not the longest text. The lines bag's segment is the row (text); the content
+    bag's is ``row * COUNT_BITS + k`` for an id that stands for 2**k of its occurrences in the text.
+    ``layout [batch, LAYOUT_FEATURES]`` is a matrix (0 = padding) and gives the batch size."""
 
     content: np.ndarray
-    content_rows: np.ndarray
+    content_segments: np.ndarray
     lines: np.ndarray
     lines_rows: np.ndarray
     layout: np.ndarray
@@ -142,9 +151,11 @@ class Encoded(NamedTuple):
 class Bags(NamedTuple):
     """A batch's bags unpadded (what travels between executors and the service): the ids of all
     texts one after another and, per bag, the offset where each text's ids start (``batch + 1``
-    offsets), plus the ``[batch, LAYOUT_FEATURES]`` layout matrix."""
+    offsets), plus the ``[batch, LAYOUT_FEATURES]`` layout matrix. The content bag is counted: each
+    id has its count class beside it (``COUNT_BITS``)."""
 
     content: np.ndarray
+    content_classes: np.ndarray
     content_offsets: np.ndarray
     lines: np.ndarray
     lines_offsets: np.ndarray
@@ -154,22 +165,22 @@ class Bags(NamedTuple):
     def rows(self) -> int:
         return len(self.layout)
 
-    def content_lengths(self) -> np.ndarray:
-        return np.diff(self.content_offsets)
-
     def line_counts(self) -> np.ndarray:
         return np.diff(self.lines_offsets)
 
     def encoded(self, rows: np.ndarray) -> Encoded:
         """The network's input for ``rows`` (indices, in that order)."""
-        return Encoded(*_gather_rows(self.content, self.content_offsets, rows),
-                       *_gather_rows(self.lines, self.lines_offsets, rows), self.layout[rows])
+        content, classes, content_rows = _gather_rows(self.content_offsets, rows, self.content, self.content_classes)
+        lines, lines_rows = _gather_rows(self.lines_offsets, rows, self.lines)
+        return Encoded(content.astype(np.int32, copy=False), content_rows * COUNT_BITS + classes,
+                       lines.astype(np.int32, copy=False), lines_rows, self.layout[rows])
 
     def take(self, start: int, stop: int) -> "Bags":
         """Rows ``start:stop``."""
         c, l = self.content_offsets, self.lines_offsets
-        return Bags(self.content[c[start]:c[stop]], c[start:stop + 1] - c[start],
-                    self.lines[l[start]:l[stop]], l[start:stop + 1] - l[start], self.layout[start:stop])
+        return Bags(self.content[c[start]:c[stop]], self.content_classes[c[start]:c[stop]],
+                    c[start:stop + 1] - c[start], self.lines[l[start]:l[stop]], l[start:stop + 1] - l[start],
+                    self.layout[start:stop])
 
     @staticmethod
     def concat(parts: Sequence["Bags"]) -> "Bags":
@@ -177,7 +188,8 @@ class Bags(NamedTuple):
             shifts = np.cumsum([0] + [o[-1] for o in offsets[:-1]])
             return np.concatenate([[0]] + [o[1:] + shift for o, shift in zip(offsets, shifts)]).astype(np.int64)
 
-        return Bags(np.concatenate([p.content for p in parts]), joined_offsets([p.content_offsets for p in parts]),
+        return Bags(np.concatenate([p.content for p in parts]), np.concatenate([p.content_classes for p in parts]),
+                    joined_offsets([p.content_offsets for p in parts]),
                     np.concatenate([p.lines for p in parts]), joined_offsets([p.lines_offsets for p in parts]),
                     np.concatenate([p.layout for p in parts]))
 
@@ -191,20 +203,23 @@ def normalize(text: str, max_chars: int) -> str:
     return "\n".join(line for line in lines if line)[:max_chars].lower().translate(_TRANSLATE)
 
 
-def _gather_rows(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """The ids of ``rows`` one after another, and the position in ``rows`` each came from. A batch
-    without ids gets one padding id (0, counted by no row), since the graph takes no empty tensor."""
+def _gather_rows(offsets: np.ndarray, rows: np.ndarray, *columns: np.ndarray) -> Tuple[np.ndarray, ...]:
+    """Each of ``columns`` (aligned, split into texts by ``offsets``) for ``rows`` one after another,
+    then the position in ``rows`` each entry came from. A batch without entries gets one padding entry
+    (0, counted by no row), since the graph takes no empty tensor."""
     lengths = np.diff(offsets)[rows]
     total = int(lengths.sum())
     if total == 0:
-        return np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32)
+        return (*(np.zeros(1, dtype=column.dtype) for column in columns), np.zeros(1, dtype=np.int32))
     row_of = np.repeat(np.arange(len(rows), dtype=np.int32), lengths)
     first = rows[0]
     if rows[-1] - first + 1 == len(rows) and np.array_equal(rows, np.arange(first, first + len(rows))):
-        # Consecutive rows (the scorer's sub-batches): their ids are one slice, no gather.
-        return ids[offsets[first]:offsets[first + len(rows)]].astype(np.int32, copy=False), row_of
-    within = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return ids[np.repeat(offsets[:-1][rows], lengths) + within].astype(np.int32, copy=False), row_of
+        # Consecutive rows (the scorer's sub-batches): their entries are one slice, no gather.
+        taken = slice(offsets[first], offsets[first + len(rows)])
+    else:
+        within = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        taken = np.repeat(offsets[:-1][rows], lengths) + within
+    return (*(column[taken] for column in columns), row_of)
 
 
 def _flat(docs: np.ndarray, ids: np.ndarray, batch: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -231,10 +246,10 @@ class FeatureHasher:
         normed = [_BOS + normalize(t or "", spec.max_chars) + _EOS for t in texts]
         cp = np.frombuffer("".join(normed).encode("utf-32-le", "replace"), dtype=np.uint32).astype(np.uint64)
         lengths = np.fromiter((len(t) for t in normed), dtype=np.int64, count=len(normed))
-        content, content_offsets = _features.content_bags(cp, lengths, self._char_orders, spec.word_ngrams,
-                                                          spec.buckets)
+        content = _features.counted_bag(*_features.content_bags(cp, lengths, self._char_orders, spec.word_ngrams,
+                                                                spec.buckets), COUNT_BITS)
         line_doc, line_ids, layout = self._layout(cp, np.repeat(np.arange(len(normed)), lengths), len(normed))
-        return Bags(content, content_offsets, *_flat(line_doc, line_ids, len(texts)), layout)
+        return Bags(*content, *_flat(line_doc, line_ids, len(texts)), layout)
 
     # -- internals
 

@@ -3,7 +3,8 @@
 ``QualityNet`` maps the bags of ``features.Encoded`` to P(high quality). Each bag is an embedding
 bag (``nn.Embedding`` + mean, which is what ``EmbeddingBag`` does): the variable-length bags are
 summed per text with a segment sum over their unpadded ids, so a batch costs what its ids cost,
-whatever the spread of its lengths; the three pooled vectors feed a small MLP. Every row is computed
+whatever the spread of its lengths; the content bag lists each id once per count class and sums
+the classes' powers of two after. The three pooled vectors feed a small MLP. Every row is computed
 on its own (no matrix product across rows), so a text scores the same alone as in any batch.
 Everything is a gather, a segment sum, a reduction or elementwise, so it runs on CPU, GPU and
 Ascend alike and exports to MindIR with every dimension dynamic.
@@ -19,7 +20,7 @@ import numpy as np
 from mindspore import nn, ops
 
 from scoring_service.artifacts import DEFAULT_MODEL_DIR, MINDIR, ModelInfo, NetShape
-from scoring_service.features import LAYOUT_VOCAB
+from scoring_service.features import COUNT_BITS, LAYOUT_VOCAB
 
 # DEFAULT_MODEL_DIR is re-exported for callers that already import MindSpore.
 __all__ = ["DEFAULT_MODEL_DIR", "QualityNet", "build_net", "dynamic_inputs", "export_mindir"]
@@ -33,12 +34,16 @@ def _present_column(vocab: int) -> ms.Tensor:
     return ms.Tensor(column)
 
 
-def _bag_mean(table: nn.Embedding, present: ms.Tensor, ids, rows, batch):
+def _bag_sums(table: nn.Embedding, present: ms.Tensor, ids, segments, n_segments):
     # One gather and one segment sum for both the sum and the count: the segment sum's cost is
     # mostly per id, not per column. Id 0 is padding (a batch without ids holds one): it is not
-    # counted, and a row without counted ids pools to zero, whatever the table's row 0 holds.
-    summed_count = ops.unsorted_segment_sum(ops.gather(ops.concat((table.embedding_table, present), axis=1), ids, 0),
-                                            rows, batch)
+    # counted.
+    return ops.unsorted_segment_sum(ops.gather(ops.concat((table.embedding_table, present), axis=1), ids, 0),
+                                    segments, n_segments)
+
+
+def _bag_mean(summed_count):
+    # A row without counted ids pools to zero, whatever the table's row 0 holds.
     summed, count = summed_count[:, :-1], summed_count[:, -1:]
     one = ops.ones_like(count)
     return summed / ops.maximum(count, one) * ops.minimum(count, one)
@@ -66,22 +71,26 @@ class QualityNet(nn.Cell):
         self.content = nn.Embedding(buckets, shape.dim, padding_idx=0)
         self.layout = nn.Embedding(LAYOUT_VOCAB, shape.dim, padding_idx=0)
         self.content_present, self.layout_present = _present_column(buckets), _present_column(LAYOUT_VOCAB)
+        self.class_weights = ms.Tensor((2.0 ** np.arange(COUNT_BITS)).reshape(1, COUNT_BITS, 1), ms.float32)
         self.content_dropout = nn.Dropout(p=shape.content_dropout)
         self.hidden = nn.Dense(3 * shape.dim, shape.hidden)
         self.dropout = nn.Dropout(p=shape.dropout)
         self.output = nn.Dense(shape.hidden, 1)
 
-    def logits(self, content, content_rows, lines, lines_rows, layout):
+    def logits(self, content, content_segments, lines, lines_rows, layout):
         batch = ops.shape(layout)[0]
-        pooled = _bag_mean(self.content, self.content_present, content, content_rows, batch)
+        # Each row's count classes (features.COUNT_BITS), weighed by their powers of two and added up.
+        classes = _bag_sums(self.content, self.content_present, content, content_segments,
+                           ops.scalar_to_tensor(batch * COUNT_BITS, ms.int32))
+        pooled = _bag_mean((ops.reshape(classes, (batch, COUNT_BITS, -1)) * self.class_weights).sum(axis=1))
         keep = self.content_dropout(ops.ones_like(pooled[:, :1]))  # whole-bag dropout, training only
-        features = ops.concat((pooled * keep, _bag_mean(self.layout, self.layout_present, lines, lines_rows, batch),
-                               _masked_mean(self.layout, layout)), axis=1)
+        lines_pooled = _bag_mean(_bag_sums(self.layout, self.layout_present, lines, lines_rows, batch))
+        features = ops.concat((pooled * keep, lines_pooled, _masked_mean(self.layout, layout)), axis=1)
         hidden = self.dropout(ops.relu(_rowwise_dense(self.hidden, features)))
         return _rowwise_dense(self.output, hidden).squeeze(-1)
 
-    def construct(self, content, content_rows, lines, lines_rows, layout):
-        return ops.sigmoid(self.logits(content, content_rows, lines, lines_rows, layout))
+    def construct(self, content, content_segments, lines, lines_rows, layout):
+        return ops.sigmoid(self.logits(content, content_segments, lines, lines_rows, layout))
 
 
 def dynamic_inputs():

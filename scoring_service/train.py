@@ -120,8 +120,8 @@ class Trainer:
                 super().__init__()
                 self.net = net
 
-            def construct(self, content, content_rows, lines, lines_rows, layout, labels, weights):
-                logits = self.net.logits(content, content_rows, lines, lines_rows, layout)
+            def construct(self, content, content_segments, lines, lines_rows, layout, labels, weights):
+                logits = self.net.logits(content, content_segments, lines, lines_rows, layout)
                 loss = ops.binary_cross_entropy_with_logits(logits, labels, weights, ops.ones_like(labels),
                                                             reduction="sum")
                 return loss / weights.sum()

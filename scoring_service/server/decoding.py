@@ -14,12 +14,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from scoring_service.features import LAYOUT_FEATURES, LAYOUT_VOCAB, Bags, HashingSpec
+from scoring_service.features import COUNT_BITS, LAYOUT_FEATURES, LAYOUT_VOCAB, Bags, HashingSpec
 from scoring_service.server.config import ServerConfig
 from scoring_service.server.errors import RequestError
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
-ENCODED_COLUMNS = ("content", "lines", "layout")
+ENCODED_COLUMNS = ("content", "content_classes", "lines", "layout")
 HASHING_KEY = b"hashing"  # Arrow schema metadata of an encoded body: HashingSpec.digest
 
 
@@ -83,17 +83,19 @@ def texts_from_arrow(body: bytes) -> pa.ChunkedArray:
 
 def bags_from_arrow(body: bytes, config: ServerConfig, spec: HashingSpec) -> Bags:
     """Encoded texts (``/v1/score/encoded``): list<int32> columns ``content``, ``lines`` and
-    ``layout``, hashed as the model hashes (schema metadata ``hashing`` = ``HashingSpec.digest``).
+    ``layout`` and the content's count classes, list<uint8> ``content_classes`` (``features.Bags``),
+    hashed as the model hashes (schema metadata ``hashing`` = ``HashingSpec.digest``).
 
-    Each text's bags are no longer than the model's hashing can make them and every id lies within
-    its embedding table, so the forward pass never reads outside a table and a batch's padded size
-    stays bounded.
+    Each text's bags are no longer than the model's hashing can make them, every id lies within its
+    embedding table and every class below ``COUNT_BITS``, so the forward pass never reads outside a
+    table and a batch's size stays bounded.
     """
-    def is_int32_list(kind):
-        return pa.types.is_list(kind) and kind.value_type == pa.int32()
+    def list_of(value_type):
+        return lambda kind: pa.types.is_list(kind) and kind.value_type == value_type
 
-    schema, columns = arrow_columns(body, dict.fromkeys(ENCODED_COLUMNS, is_int32_list),
-                                    "list<int32> columns " + ", ".join(repr(c) for c in ENCODED_COLUMNS))
+    wanted = {name: list_of(pa.uint8() if name == "content_classes" else pa.int32()) for name in ENCODED_COLUMNS}
+    schema, columns = arrow_columns(body, wanted, "list<int32> columns 'content', 'lines', 'layout' and a "
+                                                  "list<uint8> column 'content_classes'")
     given = (schema.metadata or {}).get(HASHING_KEY, b"").decode("latin-1")
     if not given:
         raise RequestError(400, f"Arrow schema metadata {HASHING_KEY.decode()!r} missing: the digest of the "
@@ -104,6 +106,7 @@ def bags_from_arrow(body: bytes, config: ServerConfig, spec: HashingSpec) -> Bag
     check_text_count(len(columns["layout"]), config)
     parts = []
     for name, most, vocab in (("content", spec.max_content_ids, spec.buckets),
+                              ("content_classes", spec.max_content_ids, COUNT_BITS),
                               ("lines", spec.max_line_ids, LAYOUT_VOCAB),
                               ("layout", LAYOUT_FEATURES, LAYOUT_VOCAB)):
         column = columns[name].combine_chunks()
@@ -121,8 +124,10 @@ def bags_from_arrow(body: bytes, config: ServerConfig, spec: HashingSpec) -> Bag
         if len(ids) and (ids.min() < 0 or ids.max() >= vocab):
             raise RequestError(400, f"{name}: ids must lie in [0, {vocab}), got {ids.min()}..{ids.max()}")
         parts.append((ids, np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))))
-    (content, content_offsets), (lines, lines_offsets), (layout, _) = parts
-    return Bags(content, content_offsets, lines, lines_offsets, layout.reshape(-1, LAYOUT_FEATURES))
+    (content, content_offsets), (classes, classes_offsets), (lines, lines_offsets), (layout, _) = parts
+    if not np.array_equal(content_offsets, classes_offsets):
+        raise RequestError(400, "content_classes: one class per content id")
+    return Bags(content, classes, content_offsets, lines, lines_offsets, layout.reshape(-1, LAYOUT_FEATURES))
 
 
 JSON_CONTAINERS = 64  # arrays and objects a JSON body may hold: {"texts": [...]} and some room

@@ -11,7 +11,7 @@ from conftest import shared
 from scoring_service import _features
 from scoring_service.artifacts import DEFAULT_MODEL_DIR, read_info
 from scoring_service.features import (_BOS, _CHAR_CLASS, _CJK, _CLAUSE_END, _EOS, _SENTENCE_END, _SYMBOLS,
-                                      FeatureHasher, HashingSpec, _char_class, _flat, normalize)
+                                      COUNT_BITS, FeatureHasher, HashingSpec, _char_class, _flat, normalize)
 
 PRIME = np.uint64(0x100000001B3)
 PRIME_INV = np.uint64(pow(int(PRIME), -1, 1 << 64))
@@ -123,7 +123,8 @@ def test_the_hasher_encodes_with_the_compiled_bag():
     spec = read_info(DEFAULT_MODEL_DIR).hashing
     texts = ["A first sentence.\nAnd a second line", "", "中文的句子。"]
     bags = FeatureHasher(spec).encode_bags(texts)
-    assert np.array_equal(bags.content, numpy_content_bags(spec, *code_points(texts, spec))[0])
+    counted = numpy_counted_bag(*numpy_content_bags(spec, *code_points(texts, spec)), COUNT_BITS)
+    assert [bags.content.tolist(), bags.content_classes.tolist(), bags.content_offsets.tolist()] == list(counted)
 
 
 def test_lengths_that_do_not_add_up_are_refused():
@@ -137,3 +138,52 @@ def test_lengths_that_do_not_add_up_are_refused():
         _features.content_bags(cp, np.array([10], np.int64), np.array([0], np.int64), 2, 100)
     with pytest.raises(ValueError, match="buckets"):
         _features.content_bags(cp, np.array([10], np.int64), orders, 2, 1)
+
+
+def numpy_counted_bag(ids, offsets, count_bits):
+    """The definition of ``counted_bag``: per text, its distinct ids in the order of their first
+    occurrence, each with the set bits of its count below the top class in ascending order, then as
+    often as the top class goes into the rest."""
+    out_ids, out_classes, out_offsets = [], [], [0]
+    top = count_bits - 1
+    for text in range(len(offsets) - 1):
+        own = ids[offsets[text]:offsets[text + 1]]
+        distinct, first, counts = np.unique(own, return_index=True, return_counts=True)
+        for position in np.argsort(first):
+            count = int(counts[position])
+            for k in range(top):
+                if count >> k & 1:
+                    out_ids.append(int(distinct[position]))
+                    out_classes.append(k)
+            out_ids += [int(distinct[position])] * (count >> top)
+            out_classes += [top] * (count >> top)
+        out_offsets.append(len(out_ids))
+    return out_ids, out_classes, out_offsets
+
+
+@pytest.mark.parametrize("count_bits", [1, 2, 3, 16])
+def test_the_counted_bag_matches_its_definition_and_holds_every_occurrence(count_bits):
+    rng = np.random.default_rng(count_bits)
+    lengths = rng.integers(0, 60, 40)
+    lengths[[3, 17]] = 0  # texts without ids
+    lengths[5] = 700  # counts past the top class of every count_bits here but 16
+    ids = rng.integers(0, 12, int(lengths.sum())).astype(np.int32)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    got_ids, got_classes, got_offsets = _features.counted_bag(ids, offsets, count_bits)
+    assert ([got_ids.tolist(), got_classes.tolist(), got_offsets.tolist()]
+            == list(numpy_counted_bag(ids, offsets, count_bits)))
+    for text in range(len(lengths)):  # each id as often as it occurs, by its classes' weights
+        mine = slice(got_offsets[text], got_offsets[text + 1])
+        occurrences = np.repeat(got_ids[mine], 2 ** got_classes[mine].astype(np.int64))
+        assert sorted(occurrences.tolist()) == sorted(ids[offsets[text]:offsets[text + 1]].tolist())
+
+
+def test_the_counted_bag_refuses_offsets_and_ids_outside_the_bag():
+    ids = np.array([1, 2, 3], np.int32)
+    for offsets in ([0, 2], [1, 3], [0, 2, 1, 3]):
+        with pytest.raises(ValueError, match="offsets"):
+            _features.counted_bag(ids, np.array(offsets, np.int64), 16)
+    with pytest.raises(ValueError, match="negative id"):
+        _features.counted_bag(np.array([1, -2, 3], np.int32), np.array([0, 3], np.int64), 16)
+    with pytest.raises(ValueError, match="count_bits"):
+        _features.counted_bag(ids, np.array([0, 3], np.int64), 0)

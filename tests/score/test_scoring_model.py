@@ -10,7 +10,7 @@ import pytest
 
 from conftest import shared
 from scoring_service import metrics
-from scoring_service.features import Bags, FeatureHasher, HashingSpec, normalize
+from scoring_service.features import COUNT_BITS, Bags, FeatureHasher, HashingSpec, normalize
 from scoring_service.artifacts import CARD, CHECKPOINT, DEFAULT_MODEL_DIR, MINDIR, read_info
 from tools import quality_corpus
 
@@ -29,9 +29,16 @@ def shipped():
 
 # ---------------------------------------------------------------- features
 
+def _content_ids(encoded, row):
+    """Row ``row``'s content ids, each as often as it occurs: an entry of count class k stands for 2**k."""
+    mine = encoded.content_segments // COUNT_BITS == row
+    return np.repeat(encoded.content[mine], 2 ** (encoded.content_segments[mine] % COUNT_BITS))
+
+
 def _bags(encoded, row):
     """Row ``row``'s ids of each bag, sorted (the network sums them: their order does not matter)."""
-    content = encoded.content[(encoded.content_rows == row) & (encoded.content > 0)]
+    content = _content_ids(encoded, row)
+    content = content[content > 0]
     lines = encoded.lines[(encoded.lines_rows == row) & (encoded.lines > 0)]
     layout = encoded.layout[row][encoded.layout[row] > 0]
     return [sorted(part.tolist()) for part in (content, lines, layout)]
@@ -57,7 +64,7 @@ def test_bags_slice_join_and_gather_to_what_encode_gives(hasher):
     empty = hasher.encode(["", "   "])
     assert empty.lines.tolist() == [0] and empty.lines_rows.tolist() == [0] and len(empty.layout) == 2
     longest = hasher.encode_bags(["a b" * 5000])  # more text than the model reads
-    assert longest.content_lengths()[0] <= HashingSpec().max_content_ids
+    assert np.diff(longest.content_offsets)[0] <= HashingSpec().max_content_ids
     assert longest.line_counts()[0] <= HashingSpec().max_line_ids
 
 
@@ -130,7 +137,7 @@ def test_the_network_is_the_mean_of_each_bag_then_the_mlp_whatever_row_zero_of_t
     for batch in (texts, ["", "  "]):
         encoded = hasher.encode(batch)
         got = net(*(ms.Tensor(part) for part in encoded)).asnumpy()
-        pooled = np.stack([np.concatenate([mean("content.embedding_table", encoded.content[encoded.content_rows == row]),
+        pooled = np.stack([np.concatenate([mean("content.embedding_table", _content_ids(encoded, row)),
                                            mean("layout.embedding_table", encoded.lines[encoded.lines_rows == row]),
                                            mean("layout.embedding_table", encoded.layout[row])])
                            for row in range(len(batch))])
@@ -146,7 +153,7 @@ def test_a_model_folder_without_the_graph_is_served_from_its_checkpoint_with_the
     from scoring_service.artifacts import MODEL_JSON, served_file
     from scoring_service.backend import TextScorer
 
-    for name in (MODEL_JSON, CHECKPOINT):  # a folder trained before model.bags.mindir
+    for name in (MODEL_JSON, CHECKPOINT):  # a folder trained before model.counted.mindir
         shutil.copy(os.path.join(DEFAULT_MODEL_DIR, name), tmp_path / name)
     assert served_file(DEFAULT_MODEL_DIR) == MINDIR and served_file(str(tmp_path)) == CHECKPOINT
     from_checkpoint = TextScorer.load(str(tmp_path))

@@ -32,7 +32,7 @@ from jobs.stages.score import ScoreStage
 from jobs.runner import run_stage
 from scoring_service.client import LocalService, ScoringClient, ScoringRequestError, ScoringUnavailable, encoded_body
 from scoring_service.artifacts import DEFAULT_MODEL_DIR, MINDIR, read_info
-from scoring_service.features import FeatureHasher, HashingSpec
+from scoring_service.features import COUNT_BITS, FeatureHasher, HashingSpec
 from udfs.common.config import build
 
 pytestmark = pytest.mark.service  # the scoring service as a subprocess
@@ -120,7 +120,8 @@ def encoded_table(texts):
 
 
 def encoded_arrow(columns, digest=SPEC.digest, kind=pa.int32(), compression=None):
-    table = pa.table({name: pa.array(values, type=pa.list_(kind)) for name, values in columns.items()})
+    table = pa.table({name: pa.array(values, type=pa.list_(pa.uint8() if name == "content_classes" else kind))
+                      for name, values in columns.items()})
     if digest is not None:
         table = table.replace_schema_metadata({"hashing": digest})
     sink = io.BytesIO()
@@ -647,6 +648,10 @@ def test_the_encoded_endpoint_gives_the_same_scores_as_the_text_endpoint(service
     (encoded_arrow(spoiled(content=lambda rows: [rows[0] + [SPEC.buckets], rows[1]])), ARROW, 400,
      f"content: ids must lie in [0, {SPEC.buckets})"),
     (encoded_arrow(spoiled(lines=lambda rows: [[-1], rows[1]])), ARROW, 400, "lines: ids must lie in"),
+    (encoded_arrow(spoiled(content_classes=lambda rows: [rows[0][:-1] + [COUNT_BITS], rows[1]])), ARROW, 400,
+     f"content_classes: ids must lie in [0, {COUNT_BITS})"),
+    (encoded_arrow(spoiled(content_classes=lambda rows: [rows[0][:-1], rows[1] + [0]])), ARROW, 400,
+     "one class per content id"),
     (encoded_arrow(spoiled(), kind=pa.int64()), ARROW, 400, "list<int32> columns"),
     (encoded_arrow({k: v for k, v in spoiled().items() if k != "layout"}), ARROW, 400, "list<int32> columns"),
     (encoded_arrow(spoiled(content=lambda rows: [None, rows[1]])), ARROW, 400, "null rows or ids"),
@@ -661,8 +666,8 @@ def test_the_encoded_endpoint_gives_the_same_scores_as_the_text_endpoint(service
     (encoded_arrow(spoiled(), compression="zstd"), ARROW, 415, "compressed Arrow"),
     (encoded_arrow(spoiled())[:-30], ARROW, 400, "malformed Arrow"),
     (json.dumps({"texts": ["a"]}), "application/json", 415, "takes application/vnd.apache.arrow.stream only"),
-], ids=["id-past-table", "negative-id", "int64", "no-layout", "null-row", "null-id", "layout-width", "long-row",
-        "no-digest", "other-hashing", "rows", "zstd", "cut", "json"])
+], ids=["id-past-table", "negative-id", "class-past-top", "classes-not-aligned", "int64", "no-layout", "null-row",
+        "null-id", "layout-width", "long-row", "no-digest", "other-hashing", "rows", "zstd", "cut", "json"])
 def test_malformed_encoded_requests_get_clear_4xx(service, body, content_type, status, message):
     got, data, _ = post(service, "/v1/score/encoded", body, content_type)
     assert got == status and message in json.loads(data)["error"], data
