@@ -17,8 +17,9 @@ same thing in Chinese as in English: the model can carry over what it learned ab
 prose and of boilerplate to scripts it has little training text for.
 
 The content bag is hashed in compiled code (``_features.pyx``), in one pass over the batch's code
-points, and counted there (each id once per set bit of its count in its text, ``COUNT_BITS``); the line shapes and the layout with numpy. There is no Python loop over n-grams, only one
-normalisation call per text.
+points, and counted there (each id once per set bit of its count in its text, ``COUNT_BITS``); the
+line shapes and the layout with numpy. There is no Python loop over n-grams, only one normalisation
+call per text.
 """
 from __future__ import annotations
 
