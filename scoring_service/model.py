@@ -80,6 +80,7 @@ class QualityNet(nn.Cell):
     def logits(self, content, content_segments, lines, lines_rows, layout):
         batch = ops.shape(layout)[0]
         # Each row's count classes (features.COUNT_BITS), weighed by their powers of two and added up.
+        # The segment count as a tensor: the exported graph on CPU refuses a scalar product there.
         classes = _bag_sums(self.content, self.content_present, content, content_segments,
                            ops.scalar_to_tensor(batch * COUNT_BITS, ms.int32))
         pooled = _bag_mean((ops.reshape(classes, (batch, COUNT_BITS, -1)) * self.class_weights).sum(axis=1))
