@@ -11,8 +11,10 @@ Endpoints
                      and the ``X-Model-Name``/``X-Model-Version`` headers).
     POST /v1/score/encoded   texts the client has hashed itself (``FeatureHasher.encode_bags`` with
                      the spec from ``/v1/model``): an uncompressed Arrow stream with list<int32>
-                     columns ``content``, ``lines``, ``layout`` and schema metadata ``hashing`` = the
-                     spec's digest; answered like Arrow on ``/v1/score``. The service then only runs
+                     columns ``content``, ``lines``, ``layout``, the content's count classes as a
+                     list<uint8> column ``content_classes`` (one per content id, below
+                     ``features.COUNT_BITS``) and schema metadata ``hashing`` = the spec's digest;
+                     answered like Arrow on ``/v1/score``. The service then only runs
                      the network: this is how a cluster's executors keep an accelerator busy.
     GET  /v1/model   name, version, threshold, how many characters of a text the model reads, the
                      hashing spec and its digest, limits.
