@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
 
+from udfs.common.remote import s3_options_from_hadoop
+
 # Stores whose single PUT is atomic (an object is seen whole or not at all) and whose rename is a copy:
 # a small file is written in place there, not renamed.
 OBJECT_STORES = ("s3", "s3a", "s3n", "gs", "abfs", "abfss", "wasb", "wasbs", "oss", "cos", "cosn", "obs")
@@ -89,6 +91,10 @@ class HadoopFS:
 
     def _fs(self, uri: str):
         return self._path(uri).getFileSystem(self._conf)
+
+    def s3_options(self) -> dict:
+        """pyarrow's ``S3FileSystem`` arguments from this session's S3A settings."""
+        return s3_options_from_hadoop(self._conf.get)
 
     def qualify(self, uri: str) -> str:
         """Absolute, scheme-qualified form of ``uri`` (``/x`` → ``file:/x`` locally)."""

@@ -31,7 +31,8 @@ from typing import List, Optional, Sequence, Tuple, Union
 import mindspore.dataset as ds
 import numpy as np
 
-from udfs.mindrecord.records import file_system, is_remote, stage_shard_files
+from udfs.common.remote import file_system, is_remote
+from udfs.mindrecord.records import stage_shard_files
 from udfs.pack.packing import Document, PackConfig, loss_mask_from_segments, position_ids_from_segments, split_document
 from udfs.pack.tokenizer import TokenizerConfig, cached_tokenizer
 

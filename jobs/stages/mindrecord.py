@@ -9,7 +9,7 @@ the shards for a rank.
 
 Each Spark task writes its shard(s) with ``mindspore.mindrecord.FileWriter`` into a scratch folder on
 its executor (``mindrecord.scratch_dir``), then uploads the ``.mindrecord`` and ``.mindrecord.db``
-files into the stage's temporary folder with ``pyarrow.fs`` (``udfs.mindrecord.records.upload_files``), so
+files into the stage's temporary folder with ``pyarrow.fs`` (``udfs.common.remote.upload_files``), so
 ``--output`` may be any URI both Spark and pyarrow reach: a local or mounted path, ``file://``,
 ``hdfs://`` (libhdfs on the nodes), ``s3://``/``s3a://`` (endpoint and keys from the
 ``spark.hadoop.fs.s3a.*`` settings or the AWS environment), ``gs://``, ``abfs://``. The runner then
@@ -44,10 +44,10 @@ from jobs.fs import HadoopFS
 from jobs.stage import OVER_LIMIT, TEXT_TOO_LONG, Stage, Transformed
 from jobs.stages.mix import one_task_per_bucket
 from udfs.common.config import ConfigError
+from udfs.common.remote import check_reachable, is_remote, scratch_root, upload_files
 from udfs.mindrecord.records import (COPY_SUFFIX, DOCUMENT_SCHEMA, MANIFEST, MISSING_SCORE, SEQUENCE_FIELDS,
-                                     MindRecordConfig, balance_plan, check_compatible, check_reachable, is_remote,
-                                     manifest_stages, mindrecord_rows, s3_options_from_hadoop, sequence_schema,
-                                     shard_name, upload_files)
+                                     MindRecordConfig, balance_plan, check_compatible, manifest_stages, mindrecord_rows,
+                                     sequence_schema, shard_name)
 
 # The most moved rows looked up by key in a broadcast table (a few MB); a run that moves more (a bucket
 # far fuller than the rest) numbers its whole rows.
@@ -132,11 +132,6 @@ def with_placeholders(rows: DataFrame, buckets: int) -> DataFrame:
     return rows.withColumn("_placeholder", F.lit(False)).unionByName(placeholders)
 
 
-def scratch_root(configured: str) -> str:
-    """Where a task's FileWriter writes: the setting, else Spark's first local dir for Python workers."""
-    return configured or os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0] or tempfile.gettempdir()
-
-
 class MindRecordStage(Stage):
     name = "mindrecord"
     config = MindRecordConfig
@@ -155,9 +150,6 @@ class MindRecordStage(Stage):
     def output_note(stats: dict) -> str:
         return f"in {len(stats['shards']):,} shard files" if isinstance(stats.get("shards"), list) else ""
 
-    def s3_options(self) -> dict:
-        return s3_options_from_hadoop(self.spark.sparkContext._jsc.hadoopConfiguration().get)
-
     @cached_property
     def earlier_stages(self) -> List[dict]:
         """The stages of earlier runs this run's manifest lists (``mindrecord.earlier``), each finished;
@@ -167,7 +159,7 @@ class MindRecordStage(Stage):
             if not is_remote(uri):  # the manifest is read from elsewhere: absolute local paths
                 uri = HadoopFS(self.spark).qualify(uri)
             try:
-                stages.extend(manifest_stages(uri, self.s3_options()))
+                stages.extend(manifest_stages(uri, HadoopFS(self.spark).s3_options()))
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"mindrecord.earlier: {uri}: {str(exc).splitlines()[0]}") from None
         return stages
@@ -220,8 +212,8 @@ class MindRecordStage(Stage):
         page_size = self.settings.page_size_kb * 1024
         scratch = self.settings.scratch_dir
         schema, schema_name = out.facts["schema"], f"corpusmill_{out.facts['mode']}"
-        s3_options = self.s3_options()
-        check_reachable(tmp_dir, s3_options)
+        s3_options = HadoopFS(self.spark).s3_options()
+        check_reachable(tmp_dir, s3_options, "the mindrecord stage uploads its shards")
 
         def write_shards(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from mindspore.mindrecord import FileWriter

@@ -21,12 +21,15 @@ holds, so ``records_in = documents packed + rejected (empty text) + errors`` (a 
 """
 from __future__ import annotations
 
+import os
+import tempfile
 from contextlib import ExitStack
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
-from pyspark import StorageLevel
+import pyarrow.parquet as pq
+from pyspark import TaskContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -34,8 +37,9 @@ from pyspark.sql.types import StructType
 
 from jobs.fs import HadoopFS
 from jobs.stages.mix import copy_bucket, one_task_per_bucket
-from jobs.stage import (BOOKKEEPING_COLUMNS, OVER_LIMIT, TEXT_TOO_LONG, Stage, Transformed, bookkeeping_fields,
-                        drop_bookkeeping)
+from jobs.stage import BOOKKEEPING_COLUMNS, OVER_LIMIT, TEXT_TOO_LONG, Stage, Transformed, bookkeeping_fields
+from udfs.common.config import ConfigError
+from udfs.common.remote import check_reachable, scratch_root, upload_files
 from udfs.pack.packing import PackConfig, PackedSequence, SequencePacker
 from udfs.pack.tokenizer import cached_tokenizer
 
@@ -48,9 +52,13 @@ PACK_SCHEMA = pa.schema([
     ("n_tokens", pa.int32()), ("segments", pa.list_(SEGMENT)),
     *bookkeeping_fields("_count", "_outcome", "reject_rule", "reject_value", "error"),
 ])
+# kept/: the sequence columns alone; the bucket is the folder (``bucket=<b>/``), as a Spark write makes it.
+KEPT_SCHEMA = pa.schema([f for f in PACK_SCHEMA if f.name != "bucket" and f.name not in BOOKKEEPING_COLUMNS])
 EMPTY = "empty_text"
-# Sequences per Arrow batch handed back to the JVM (a batch holds 3 × rows × seq_len int32).
-OUT_ROWS = 256
+# The Spark job property that names the folder the packing tasks write kept sequences into.
+KEPT_FOLDER_PROPERTY = "corpusmill.pack.kept_folder"
+# Sequences per Parquet row group of kept/: 3 × rows × seq_len int32 of about this many bytes.
+ROW_GROUP_BYTES = 64 << 20
 
 
 def _int_lists(arrays: List[np.ndarray]) -> pa.Array:
@@ -59,21 +67,65 @@ def _int_lists(arrays: List[np.ndarray]) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.int32()))
 
 
-def sequences_batch(packed: List[Tuple[int, PackedSequence]]) -> pa.RecordBatch:
-    sequences = [s for _, s in packed]
-    n = len(sequences)
-    ids = [s.sequence_id for s in sequences]
+def pyarrow_codec(spark_codec: str) -> str:
+    """pyarrow's name for the Parquet codec ``io.parquet_compression`` names (Spark's names)."""
+    codec = {"uncompressed": "none", "lz4_raw": "lz4"}.get(spark_codec.lower(), spark_codec.lower())
+    try:
+        if codec == "none" or pa.Codec.is_available(codec):
+            return codec
+    except ValueError:
+        pass
+    raise ConfigError(f"io.parquet_compression: pack writes its sequences with pyarrow, which has no "
+                      f"{spark_codec!r} codec; use zstd, snappy, gzip, lz4, brotli or none")
+
+
+def sequences_batch(sequences: Sequence[PackedSequence]) -> pa.RecordBatch:
     segments = [[{"sample_id": p.sample_id, "domain": p.domain, "piece": p.index, "tokens": len(p.tokens),
                   "last": p.last, "truncated": p.truncated, "hard_cuts": p.hard_cuts} for p in s.pieces]
                 for s in sequences]
     return pa.RecordBatch.from_arrays([
-        pa.array(ids, pa.string()), pa.array([bucket for bucket, _ in packed], pa.int32()),
+        pa.array([s.sequence_id for s in sequences], pa.string()),
         _int_lists([s.input_ids for s in sequences]), _int_lists([s.segment_ids for s in sequences]),
         _int_lists([s.loss_mask for s in sequences]),
         pa.array([s.n_tokens for s in sequences], pa.int32()), pa.array(segments, pa.list_(SEGMENT)),
-        pa.array([sum(p.last for p in s.pieces) for s in sequences], pa.int64()),
-        pa.array(["kept"] * n), pa.nulls(n, pa.string()), pa.nulls(n, pa.string()), pa.nulls(n, pa.string()),
-    ], schema=PACK_SCHEMA)
+    ], schema=KEPT_SCHEMA)
+
+
+class BucketFiles:
+    """A packing task's kept sequences, one Parquet file per bucket (``bucket=<b>/part-<b>.parquet``
+    under ``folder``), written on local disk and uploaded when the bucket is done. Named by the
+    bucket, so a retried task replaces its failed attempt's file instead of adding a second one."""
+
+    def __init__(self, folder: str, compression: str, s3_options: dict):
+        self.folder, self.compression, self.s3_options = folder, compression, s3_options
+        self.local = tempfile.TemporaryDirectory(prefix="corpusmill-pack-", dir=scratch_root())
+        self.bucket: Optional[int] = None
+        self.writer: Optional[pq.ParquetWriter] = None
+
+    def path(self, bucket: int) -> str:
+        return os.path.join(self.local.name, f"part-{bucket:05d}.parquet")
+
+    def write(self, bucket: int, sequences: Sequence[PackedSequence]) -> None:
+        if not sequences:
+            return
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.path(bucket), KEPT_SCHEMA, compression=self.compression)
+            self.bucket = bucket
+        self.writer.write_batch(sequences_batch(sequences))
+
+    def finish(self, bucket: int, sequences: Sequence[PackedSequence]) -> None:
+        """Write the bucket's last sequences and upload its file."""
+        self.write(bucket, sequences)
+        if self.writer is not None:
+            self.writer.close()
+            upload_files([self.path(bucket)], f"{self.folder}/bucket={bucket}", self.s3_options)
+            os.remove(self.path(bucket))
+            self.writer = None
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.local.cleanup()
 
 
 def dropped_row(sample_id: str, bucket: int, outcome: str, reason: str, value: Optional[str] = None) -> dict:
@@ -117,52 +169,64 @@ class PackStage(Stage):
         rows = rows.withColumn("bucket", copy_bucket(F.col("doc_id"), F.col("epoch"), buckets))
         rows = one_task_per_bucket(rows, "bucket", buckets).sortWithinPartitions("bucket", F.xxhash64("sample_id"))
 
+        s3_options = HadoopFS(self.spark).s3_options()
+        compression = pyarrow_codec(self.cfg.io.parquet_compression)
+        group_rows = max(1, ROW_GROUP_BYTES // (3 * 4 * cfg.seq_len))
+
         def pack_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            folder = TaskContext.get().getLocalProperty(KEPT_FOLDER_PROPERTY)
+            if not folder:
+                raise RuntimeError(f"pack writes its sequences where PackStage.write says ({KEPT_FOLDER_PROPERTY})")
+            kept = BucketFiles(folder, compression, s3_options)
             packer, bucket = None, None
-            done: List[Tuple[int, PackedSequence]] = []
-            for batch in batches:
-                data = batch.to_pydict()
-                texts, over_limit = data["text"], data[OVER_LIMIT]
-                dropped = [dropped_row(data["sample_id"][i], data["bucket"][i], "error", TEXT_TOO_LONG, str(chars))
-                           for i, chars in enumerate(over_limit) if chars is not None]
-                dropped += [dropped_row(data["sample_id"][i], data["bucket"][i], "rejected", EMPTY)
-                            for i, text in enumerate(texts) if not text and over_limit[i] is None]
-                live = [i for i, text in enumerate(texts) if text]
-                tokenizer = cached_tokenizer(cfg.tokenizer)
-                for i, ids in zip(live, tokenizer.encode_batch([texts[i] for i in live])):
-                    if data["bucket"][i] != bucket:  # a task may hold several buckets, one after another
-                        done += [(bucket, s) for s in packer.finish()] if packer else []
-                        packer, bucket = SequencePacker(cfg, tokenizer), data["bucket"][i]
-                    try:
-                        done += [(bucket, s) for s in packer.add_document(
-                            ids, texts[i], data["sample_id"][i], data["domain"][i], data["doc_id"][i])]
-                    except Exception as exc:  # one bad document must not fail the task
-                        dropped.append(dropped_row(data["sample_id"][i], bucket, "error",
-                                                   f"{type(exc).__name__}: {exc}"))
-                if dropped:
-                    yield pa.RecordBatch.from_pylist(dropped, schema=PACK_SCHEMA)
-                while len(done) >= OUT_ROWS:
-                    yield sequences_batch(done[:OUT_ROWS])
-                    done = done[OUT_ROWS:]
-            done += [(bucket, s) for s in packer.finish()] if packer else []
-            for start in range(0, len(done), OUT_ROWS):
-                yield sequences_batch(done[start:start + OUT_ROWS])
+            done: List[PackedSequence] = []
+            try:
+                for batch in batches:
+                    data = batch.to_pydict()
+                    texts, over_limit = data["text"], data[OVER_LIMIT]
+                    dropped = [dropped_row(data["sample_id"][i], data["bucket"][i], "error", TEXT_TOO_LONG, str(chars))
+                               for i, chars in enumerate(over_limit) if chars is not None]
+                    dropped += [dropped_row(data["sample_id"][i], data["bucket"][i], "rejected", EMPTY)
+                                for i, text in enumerate(texts) if not text and over_limit[i] is None]
+                    live = [i for i, text in enumerate(texts) if text]
+                    tokenizer = cached_tokenizer(cfg.tokenizer)
+                    for i, ids in zip(live, tokenizer.encode_batch([texts[i] for i in live])):
+                        if data["bucket"][i] != bucket:  # a task may hold several buckets, one after another
+                            if packer:
+                                kept.finish(bucket, done + packer.finish())
+                                done = []
+                            packer, bucket = SequencePacker(cfg, tokenizer), data["bucket"][i]
+                        try:
+                            done += packer.add_document(ids, texts[i], data["sample_id"][i], data["domain"][i],
+                                                        data["doc_id"][i])
+                        except Exception as exc:  # one bad document must not fail the task
+                            dropped.append(dropped_row(data["sample_id"][i], bucket, "error",
+                                                       f"{type(exc).__name__}: {exc}"))
+                    if dropped:
+                        yield pa.RecordBatch.from_pylist(dropped, schema=PACK_SCHEMA)
+                    if len(done) >= group_rows:
+                        kept.write(bucket, done)
+                        done = []
+                if packer:
+                    kept.finish(bucket, done + packer.finish())
+            finally:
+                kept.close()
 
         return Transformed(rows.mapInArrow(pack_partition, from_arrow_schema(PACK_SCHEMA)))
 
     def write(self, out: Transformed, tmp_dir: str) -> None:
-        """The sequences to ``_outcome=kept/`` without the bookkeeping columns (null on them, or, for
-        ``_count``, what ``segments`` says), so that the training data holds only what a trainer or a
-        person reads; the dropped rows as every stage writes them. The packed rows wait on local disk
-        between the two writes, so that they are packed once."""
-        rows = out.rows.persist(StorageLevel.DISK_ONLY)
+        """The packing tasks write the sequences into ``_outcome=kept/`` themselves (``BucketFiles``),
+        with the sequence columns alone, so that the training data holds only what a trainer or a
+        person reads, and the packed rows never cross into the JVM; Spark writes the dropped rows as
+        every stage writes them."""
+        kept = f"{tmp_dir}/_outcome=kept"
+        check_reachable(kept, HadoopFS(self.spark).s3_options(), "the pack stage writes its sequences")
+        context = self.spark.sparkContext
+        context.setLocalProperty(KEPT_FOLDER_PROPERTY, kept)
         try:
-            super().write(Transformed(rows.filter(F.col("_outcome") != "kept")), tmp_dir)
-            (drop_bookkeeping(rows.filter(F.col("_outcome") == "kept")).write.mode("overwrite")
-                .partitionBy(*self.partition_columns).option("compression", self.cfg.io.parquet_compression)
-                .parquet(f"{tmp_dir}/_outcome=kept"))
+            super().write(out, tmp_dir)
         finally:
-            rows.unpersist()
+            context.setLocalProperty(KEPT_FOLDER_PROPERTY, None)
 
     @staticmethod
     def records_of(written: DataFrame) -> Column:

@@ -16,8 +16,8 @@ import pytest
 from conftest import ROOT
 from s3_server import s3_server, spark_s3_conf, storage_options
 from udfs.common.config import ConfigError
-from udfs.mindrecord.records import (balance_plan, check_reachable, download_shards, file_system,
-                                     s3_options_from_hadoop, sequence_schema, shard_name, upload_files)
+from udfs.common.remote import check_reachable, file_system, s3_options_from_hadoop, upload_files
+from udfs.mindrecord.records import balance_plan, download_shards, sequence_schema, shard_name
 
 SAMPLE = str(ROOT / "data" / "sample")
 SEQ_LEN = 8
@@ -70,10 +70,10 @@ def test_file_system_of_each_uri_form(tmp_path):
 def test_an_output_pyarrow_cannot_open_is_a_one_line_error():
     # No Hadoop here: libhdfs (or the JVM it loads) is missing, as on a node set up without it.
     with pytest.raises(ConfigError, match=r"cannot open hdfs://namenode:8020/x .*CLASSPATH=\$\(hadoop classpath") as hdfs:
-        check_reachable("hdfs://namenode:8020/x")
+        check_reachable("hdfs://namenode:8020/x", None, "the mindrecord stage uploads its shards")
     assert "\n" not in str(hdfs.value)
     with pytest.raises(ConfigError, match="Unrecognized filesystem type"):
-        check_reachable("wasb://container/x")
+        check_reachable("wasb://container/x", None, "the mindrecord stage uploads its shards")
 
 
 def write_shards(folder, counts):

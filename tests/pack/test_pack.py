@@ -4,6 +4,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -13,8 +14,10 @@ from jobs import config
 from udfs.common.config import ConfigError
 from jobs.pipeline import run_pipeline
 from jobs.config import PipelineConfig
-from udfs.pack.packing import (BestFitPacker, Document, PackConfig, Piece, assemble, loss_mask_from_segments,
-                               position_ids_from_segments, split_document, text_boundaries, token_cuts)
+from jobs.stages.pack import KEPT_SCHEMA, BucketFiles, pyarrow_codec
+from udfs.pack.packing import (BestFitPacker, Document, PackConfig, Piece, SequencePacker, assemble,
+                               loss_mask_from_segments, position_ids_from_segments, split_document, text_boundaries,
+                               token_cuts)
 from udfs.pack.tokenizer import BUNDLED, VOCAB_DIR, TokenizerConfig, _checked_bytes, cached_tokenizer, load_tokenizer
 
 # A piece that was cut at a boundary ends with sentence-final punctuation (and closing quotes) or a newline.
@@ -264,6 +267,41 @@ def test_a_pack_of_empty_texts_commits_an_empty_kept_with_the_sequence_columns(s
     kept = spark.read.parquet(str(tmp_path / "run" / "pack" / "kept"))
     assert kept.count() == 0
     assert set(kept.columns) == {"id", "bucket", "input_ids", "segment_ids", "loss_mask", "n_tokens", "segments"}
+
+
+def test_a_bucket_file_written_again_replaces_the_first(cl100k, tmp_path):
+    """A packing task writes its bucket's sequences under the bucket's own name, so a retried task's
+    file replaces the failed attempt's: one file, the last attempt's rows, only the sequence columns."""
+    cfg = PackConfig(seq_len=64, min_piece_tokens=8)
+
+    def sequences(texts):
+        packer, closed = SequencePacker(cfg, cl100k), []
+        for n, (text, ids) in enumerate(zip(texts, cl100k.encode_batch(texts))):
+            closed += packer.add_document(ids, text, f"s{n}", "web", f"d{n}")
+        return closed + packer.finish()
+
+    attempts = [sequences([f"The first attempt wrote line {n} of it." for n in range(40)]),
+                sequences([f"The second attempt, which finished, wrote sentence number {n}." for n in range(30)])]
+    for attempt in attempts:
+        files = BucketFiles(str(tmp_path / "kept"), "zstd", {})
+        files.write(3, attempt[:2])
+        files.finish(3, attempt[2:])
+        files.close()
+    written = sorted(p.relative_to(tmp_path / "kept").as_posix() for p in (tmp_path / "kept").rglob("*") if p.is_file())
+    assert written == ["bucket=3/part-00003.parquet"]
+    table = pq.read_table(tmp_path / "kept" / written[0])
+    assert table.schema.equals(KEPT_SCHEMA) and table.num_rows == len(attempts[1])
+    assert table.column("id").to_pylist() == [s.sequence_id for s in attempts[1]]
+    assert table.column("input_ids").to_pylist() == [s.input_ids.tolist() for s in attempts[1]]
+    assert (tmp_path / "kept" / written[0]).stat().st_mode & 0o777 == 0o644
+
+
+def test_the_parquet_codec_is_named_for_pyarrow_or_refused():
+    assert pyarrow_codec("zstd") == "zstd" and pyarrow_codec("SNAPPY") == "snappy"
+    assert pyarrow_codec("uncompressed") == "none" and pyarrow_codec("lz4_raw") == "lz4"
+    for unknown in ("lzo", "zip"):
+        with pytest.raises(ConfigError, match=f"io.parquet_compression: .*'{unknown}'"):
+            pyarrow_codec(unknown)
 
 
 def test_mindrecord_sequences_read_back_equal_the_parquet(spark, packed):

@@ -1,9 +1,6 @@
 """The mindrecord stage's per-record logic: its config, the MindRecord schemas, Arrow → records, the
-plan that evens out rows per shard, and shard files to and from any file-system URI.
-
-Shards move with ``pyarrow.fs``: plain paths and ``file://`` locally, ``s3://``/``s3a://`` with
-``S3FileSystem``, and ``hdfs://``, ``gs://``, ``abfs://`` through ``FileSystem.from_uri`` (HDFS via
-libhdfs, which needs ``CLASSPATH=$(hadoop classpath --glob)`` and ``ARROW_LIBHDFS_DIR`` on the node).
+plan that evens out rows per shard, and shard files to and from any file-system URI (moved with
+``udfs.common.remote``).
 """
 from __future__ import annotations
 
@@ -12,14 +9,15 @@ import json
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
-from urllib.parse import unquote, urlsplit
+from typing import Dict, List, Optional, Sequence, Tuple
+from urllib.parse import urlsplit
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from udfs.common.config import ConfigError
+from udfs.common.remote import S3_SCHEMES, UPLOADED_MODE, file_system, is_remote
 
 DOCUMENT_SCHEMA = {
     "id": {"type": "string"},
@@ -81,13 +79,10 @@ def mindrecord_rows(batch: pa.RecordBatch, schema: dict) -> List[dict]:
     return [dict(zip(schema, values)) for values in zip(*columns)]
 
 
-# Shard files are read by the training job, often as another user: FileWriter leaves 0600.
-SHARD_MODE = 0o644
 MARKER = "_COMPLETE.json"  # the runner's completion marker (jobs/stage.py), which names every file
 STATS = "_stats.json"
 # The shards training reads as one dataset: this stage's ("." ) and those of earlier runs' stages.
 MANIFEST = "manifest.json"
-S3_SCHEMES = ("s3", "s3a", "s3n")
 
 
 def balance_plan(rows_per_bucket: Dict[int, int], buckets: int) -> List[Tuple[int, int, int, int]]:
@@ -116,63 +111,6 @@ def balance_plan(rows_per_bucket: Dict[int, int], buckets: int) -> List[Tuple[in
             if start + take == stop:
                 surplus.pop(0)
     return moves
-
-
-def s3_options_from_hadoop(get: Callable[[str], Optional[str]]) -> dict:
-    """``S3FileSystem`` arguments from the S3A settings of a Hadoop configuration, so that one set of
-    ``spark.hadoop.fs.s3a.*`` properties serves Spark's own writes and the shard uploads. Settings
-    left out fall back to pyarrow's AWS environment (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``…)."""
-    options = {}
-    endpoint = get("fs.s3a.endpoint")
-    if endpoint:
-        scheme, _, host = endpoint.rpartition("://")
-        options["endpoint_override"] = host
-        ssl = (get("fs.s3a.connection.ssl.enabled") or "true").lower() != "false"
-        options["scheme"] = scheme or ("https" if ssl else "http")
-    for option, key in (("access_key", "fs.s3a.access.key"), ("secret_key", "fs.s3a.secret.key"),
-                        ("region", "fs.s3a.endpoint.region")):
-        if get(key):
-            options[option] = get(key)
-    return options
-
-
-def file_system(uri: str, s3_options: Optional[dict] = None) -> Tuple[pafs.FileSystem, str]:
-    """The pyarrow file system of ``uri`` and the path within it (``s3a://`` is S3 to pyarrow)."""
-    parts = urlsplit(uri)
-    scheme = parts.scheme.lower()
-    if scheme in ("", "file"):
-        return pafs.LocalFileSystem(), unquote(parts.path) if scheme else uri
-    if scheme in S3_SCHEMES:
-        return pafs.S3FileSystem(**(s3_options or {})), f"{parts.netloc}{unquote(parts.path)}".rstrip("/")
-    return pafs.FileSystem.from_uri(uri)
-
-
-def check_reachable(uri: str, s3_options: Optional[dict] = None) -> None:
-    """Fail on the driver, in one line, when pyarrow cannot open ``uri``'s file system, before any task
-    writes a shard (an HDFS node without libhdfs would otherwise fail every task the same way)."""
-    try:
-        file_system(uri, s3_options)
-    except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
-        reason = str(exc).strip().splitlines()[0]
-        raise ConfigError(f"--output: the mindrecord stage uploads its shards with pyarrow.fs, which cannot open "
-                          f"{uri} ({reason}); hdfs:// needs JAVA_HOME, libhdfs (ARROW_LIBHDFS_DIR) and "
-                          f"CLASSPATH=$(hadoop classpath --glob) on every node") from None
-
-
-def upload_files(local_files: Sequence[str], folder_uri: str, s3_options: Optional[dict] = None) -> None:
-    """Copy local files into ``folder_uri`` under their own names; local copies get ``SHARD_MODE``."""
-    fs, folder = file_system(folder_uri, s3_options)
-    if fs.type_name in ("local", "hdfs"):  # object stores have no folders to create
-        fs.create_dir(folder, recursive=True)
-    for path in local_files:
-        target = f"{folder.rstrip('/')}/{os.path.basename(path)}"
-        pafs.copy_files(path, target, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
-        if fs.type_name == "local":
-            os.chmod(target, SHARD_MODE)
-
-
-def is_remote(uri: str) -> bool:
-    return urlsplit(str(uri)).scheme.lower() not in ("", "file")
 
 
 # A marker, a manifest or a stats file larger than this is not one the stage wrote (10,000 shards
@@ -353,7 +291,7 @@ def download_shards(stage_uri: str, cache_dir: str, s3_options: Optional[dict] =
         if os.path.getsize(partial) != files[name]:
             os.remove(partial)
             raise OSError(f"{stage_uri}/{name}: downloaded size differs from the size in {MARKER}")
-        os.chmod(partial, SHARD_MODE)
+        os.chmod(partial, UPLOADED_MODE)
         os.replace(partial, target)
     return [os.path.join(local, n) for n in shards]
 
