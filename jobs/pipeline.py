@@ -108,8 +108,8 @@ def _run_stages(spark: SparkSession, fs: HadoopFS, cfg, run_dir: str, inputs: Se
                 stats = run_stage_after_chunks(stage, chunks, load, load(source), stage_dir, stage_fp, echo, lease)
             else:
                 docs = load(source)
-                stats = run_stage(stage, docs, stage_dir, stage_fp, docs.count() if reads_documents else None,
-                                  lease=lease)
+                counted = reads_documents and not stage.counts_its_input
+                stats = run_stage(stage, docs, stage_dir, stage_fp, docs.count() if counted else None, lease=lease)
             echo(summary_line(stats, stage_dir))
             if stats["kept"] == 0 and stats["records_in"] > 0 and position < len(stages) - 1:
                 echo(f"{name:>10}: kept nothing; the stages after it run on no documents")

@@ -41,6 +41,8 @@ def check_declaration(cls: Type[Stage]) -> Type[Stage]:
         raise TypeError(f"stage class {cls.__module__}.{cls.__qualname__} does not declare {', '.join(missing)}")
     if cls.input not in ("files", "documents"):
         raise TypeError(f"stage {cls.name}: input must be 'files' or 'documents', not {cls.input!r}")
+    if cls.counts_its_input and (cls.chunked or cls.has_chunk_step):
+        raise TypeError(f"stage {cls.name}: a chunked stage's input is counted chunk by chunk, not by its transform")
     return cls
 
 

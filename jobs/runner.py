@@ -159,6 +159,7 @@ def run_stage(stage: Stage, docs: DataFrame, stage_dir: str, fingerprint: str,
     try:
         with storage_errors(tmp_dir):
             out, counts = write_outcomes(stage, docs, tmp_dir, resources, release=True)
+            records_in = out.facts["records_in"] if stage.counts_its_input else records_in
             stats = stage_stats(stage, fingerprint, counts, records_in, time.time() - started)
             if after:
                 stats["chunks"] = after.chunks

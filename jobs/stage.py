@@ -149,6 +149,9 @@ class Stage:
     required_columns: Tuple[str, ...] = ()
     # Columns the output is partitioned by under each outcome folder (e.g. bucket=<k>/).
     partition_columns: Tuple[str, ...] = ()
+    # True when ``transform`` counts the input rows on its way (``facts["records_in"]``), so that the
+    # runner does not count them in a job of its own; for stages that are not ``chunked``.
+    counts_its_input: bool = False
     # Column holding the reason on rows of each dropped outcome (counted into _stats.json).
     reason_columns: Dict[str, str] = {"rejected": "reject_rule", "error": "error"}
     # True when each record's outcome depends on that record alone, so the input may be processed

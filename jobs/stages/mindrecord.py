@@ -31,13 +31,14 @@ import json
 import os
 import tempfile
 from contextlib import ExitStack
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.fs import HadoopFS
@@ -54,6 +55,30 @@ from udfs.mindrecord.records import (COPY_SUFFIX, DOCUMENT_SCHEMA, MANIFEST, MIS
 MAX_LISTED_MOVES = 200_000
 # text_too_long: documents (documents mode) whose text is over io.max_text_chars, left out of the shard.
 SHARDS_SCHEMA = "shard int, file string, rows long, tokens long, text_too_long long, _outcome string"
+
+
+@dataclass(frozen=True)
+class InputSummary:
+    """What one job over the stage's rows finds: rows per bucket, the shortest and longest window
+    (sequences mode), and whether every copy is a first copy (``<document>#0``), in which case no
+    document has another copy."""
+    rows_per_bucket: Dict[Optional[int], int]
+    first_copies_only: bool
+    shortest: Optional[int] = None
+    longest: Optional[int] = None
+
+
+def summarize(rows: DataFrame, length: Optional[Column] = None) -> InputSummary:
+    """The ``InputSummary`` of ``rows`` (``bucket``, ``_copies``); ``length``: the window length of a row."""
+    first_copies = F.forall("_copies", lambda copy: copy.endswith("#0"))
+    aggregates = [F.count(F.lit(1)).alias("rows"), F.min(first_copies).alias("first_copies_only")]
+    if length is not None:
+        aggregates += [F.min(length).alias("shortest"), F.max(length).alias("longest")]
+    found = rows.groupBy("bucket").agg(*aggregates).collect()
+    lengths = [(r["shortest"], r["longest"]) for r in found] if length is not None else []
+    return InputSummary({r["bucket"]: r["rows"] for r in found},
+                        all(r["first_copies_only"] is not False for r in found),
+                        min((s for s, _ in lengths), default=None), max((l for _, l in lengths), default=None))
 
 
 def document_of(copy):
@@ -74,7 +99,7 @@ def with_stays(rows: DataFrame) -> DataFrame:
     return rows.join(holding, "_copies", "left").withColumn("_stays", F.coalesce(F.col("_stays"), F.lit(False)))
 
 
-def balanced(rows: DataFrame, buckets: int, key_columns: Sequence[str]) -> DataFrame:
+def balanced(rows: DataFrame, buckets: int, key_columns: Sequence[str], summary: InputSummary) -> DataFrame:
     """``rows`` with a ``shard`` column: the bucket, but for the rows ``balance_plan`` moves.
 
     ``rows`` has ``_copies``, the document copies each row holds (dropped here). pack put the copies of
@@ -87,8 +112,9 @@ def balanced(rows: DataFrame, buckets: int, key_columns: Sequence[str]) -> DataF
     alone and the moved rows are looked up by bucket and key, so the whole rows cross the cluster once,
     to their shard. Where that cannot name the moved rows (two rows of a bucket share a key and one of
     them moves, or more than ``MAX_LISTED_MOVES`` rows move) the whole rows are numbered instead.
+    ``summary`` is ``summarize(rows)``; where it finds first copies only, no row needs to stay.
     """
-    counts = {r["bucket"]: r["count"] for r in rows.groupBy("bucket").count().collect()}
+    counts = summary.rows_per_bucket
     strays = sorted(str(b) for b in counts if b is None or not 0 <= b < buckets)
     if strays:
         raise ConfigError(f"--input: bucket(s) {', '.join(strays)} are outside 0..{buckets - 1} (mix.buckets); "
@@ -99,7 +125,8 @@ def balanced(rows: DataFrame, buckets: int, key_columns: Sequence[str]) -> DataF
         return rows.withColumn("shard", F.col("bucket")).select(*columns, "shard")
     keyed = rows.withColumn("_key", F.xxhash64(*key_columns))
     order = [F.col("_stays").desc(), F.col("_key")]
-    small = placed(with_stays(keyed.select("bucket", "_copies", "_key")), moves, order)
+    stays = (lambda frame: frame.withColumn("_stays", F.lit(False))) if summary.first_copies_only else with_stays
+    small = placed(stays(keyed.select("bucket", "_copies", "_key")), moves, order)
     sharing = F.count(F.lit(1)).over(Window.partitionBy("bucket", "_key"))
     listed = (small.withColumn("_sharing", sharing).where(F.col("shard") != F.col("bucket"))
               .select("bucket", "_key", "shard", "_sharing").limit(MAX_LISTED_MOVES + 1).collect())
@@ -108,7 +135,7 @@ def balanced(rows: DataFrame, buckets: int, key_columns: Sequence[str]) -> DataF
                                                   "bucket int, _key long, _moved_to int")
         return (keyed.join(F.broadcast(moved), ["bucket", "_key"], "left")
                 .withColumn("shard", F.coalesce(F.col("_moved_to"), F.col("bucket"))).select(*columns, "shard"))
-    return placed(with_stays(keyed), moves, order + [F.xxhash64(*rows.columns)]).select(*columns, "shard")
+    return placed(stays(keyed), moves, order + [F.xxhash64(*rows.columns)]).select(*columns, "shard")
 
 
 def placed(rows: DataFrame, moves: List[Tuple[int, int, int, int]], order: list) -> DataFrame:
@@ -140,6 +167,7 @@ class MindRecordStage(Stage):
     kept_documents = False
     reads = ("mix.buckets", "pack.seq_len")
     required_columns = ("bucket",)  # from the mix stage
+    counts_its_input = True  # summarize()
 
     @staticmethod
     def report_cards(stats: dict) -> list:
@@ -177,15 +205,18 @@ class MindRecordStage(Stage):
             if "input_ids" not in docs.columns:
                 raise ConfigError("mindrecord.mode: sequences needs packed input (input_ids); run the pack stage "
                                   "first or set mode: documents")
-            # The window length of the data itself (pack's seq_len unless the input came from elsewhere).
-            first = docs.select(F.size("input_ids").alias("n")).first()
-            seq_len = first["n"] if first else self.cfg.pack.seq_len
             tokens = F.expr("size(filter(segment_ids, s -> s > 0))").cast("long")
             copies = (F.transform("segments", lambda s: s["sample_id"]) if "segments" in docs.columns
                       else F.array().cast("array<string>"))
-            return Transformed(docs.select("bucket", "id", *SEQUENCE_FIELDS, tokens.alias("_tokens"),
-                                           copies.alias("_copies")),
-                               self.shard_facts("sequences", seq_len, sequence_schema(seq_len)))
+            rows = docs.select("bucket", "id", *SEQUENCE_FIELDS, tokens.alias("_tokens"), copies.alias("_copies"))
+            # The window length from loss_mask, a column far cheaper to read than input_ids.
+            summary = summarize(rows, F.size("loss_mask"))
+            if summary.shortest != summary.longest:
+                raise ConfigError(f"--input: sequences of {summary.shortest} to {summary.longest} tokens (loss_mask); MindRecord "
+                                  f"holds windows of one length, as pack writes them")
+            # The window length of the data itself (pack's seq_len unless the input came from elsewhere).
+            seq_len = summary.longest if summary.longest is not None else self.cfg.pack.seq_len
+            return Transformed(rows, self.shard_facts("sequences", seq_len, sequence_schema(seq_len), summary))
         # A document is written whole: one over the limit is counted as an error, never sent to a worker.
         docs = self.hold_back_long_texts(docs) if "text" in docs.columns else docs.withColumn(OVER_LIMIT, F.lit(None))
         columns = {c: (F.col(c) if c in docs.columns else F.lit(None)) for c in (*DOCUMENT_SCHEMA, "sample_id")}
@@ -199,12 +230,13 @@ class MindRecordStage(Stage):
             F.array(F.coalesce(columns["sample_id"].cast("string"), columns["id"].cast("string"), F.lit("")))
             .alias("_copies"),
         ])
-        return Transformed(rows, self.shard_facts("documents", None, DOCUMENT_SCHEMA))
+        return Transformed(rows, self.shard_facts("documents", None, DOCUMENT_SCHEMA, summarize(rows)))
 
-    def shard_facts(self, mode: str, seq_len: Optional[int], schema: dict) -> dict:
+    def shard_facts(self, mode: str, seq_len: Optional[int], schema: dict, summary: InputSummary) -> dict:
         earlier = self.earlier_stages
         check_compatible(earlier, mode, seq_len)  # before any shard is written
-        return {"schema": schema, "mode": mode, "seq_len": seq_len, "earlier": earlier}
+        return {"schema": schema, "mode": mode, "seq_len": seq_len, "earlier": earlier, "summary": summary,
+                "records_in": sum(summary.rows_per_bucket.values())}
 
     def write(self, out: Transformed, tmp_dir: str) -> None:
         buckets = self.cfg.mix.buckets
@@ -253,7 +285,7 @@ class MindRecordStage(Stage):
                                                   "text_too_long": pa.array(list(too_long.values()), pa.int64()),
                                                   "_outcome": ["kept"] * len(rows)})
 
-        rows = with_placeholders(balanced(out.rows, buckets, ("id", "_copies")), buckets)
+        rows = with_placeholders(balanced(out.rows, buckets, ("id", "_copies"), out.facts["summary"]), buckets)
         shards = one_task_per_bucket(rows, "shard", buckets).mapInArrow(write_shards, SHARDS_SCHEMA)
         # repartition, not coalesce: coalesce(1) would pull the shard writers into one task.
         shards.repartition(1).write.mode("overwrite").parquet(f"{tmp_dir}/shards")

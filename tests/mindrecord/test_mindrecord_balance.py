@@ -1,11 +1,12 @@
 """mindrecord's balancing of rows per shard moves the rows of documents without copies, so the copies
 (repeats) of a document that pack put in different buckets stay in different shards."""
+import dataclasses
 import random
 
 import pytest
 
 from jobs.stages import mindrecord
-from jobs.stages.mindrecord import balanced
+from jobs.stages.mindrecord import balanced, summarize, with_stays
 
 # Rows as pack writes them: a bucket and the copies (``<document>#<epoch>``) of each sequence's pieces.
 # A, B and C have copies in several buckets; the U documents have one copy each.
@@ -18,7 +19,7 @@ ROWS = [
 
 def shards_of(spark, rows, buckets):
     frame = spark.createDataFrame(rows, "bucket int, _copies array<string>")
-    placed = balanced(frame.withColumn("copies", frame["_copies"]), buckets, ("copies",))
+    placed = balanced(frame.withColumn("copies", frame["_copies"]), buckets, ("copies",), summarize(frame))
     assert "_copies" not in placed.columns
     return [(r["bucket"], list(r["copies"]), r["shard"]) for r in placed.collect()]
 
@@ -72,10 +73,10 @@ def whole_rows_numbered(placed) -> bool:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_moved_rows_named_by_key_are_those_numbering_whole_rows_moves(spark, monkeypatch, seed):
     frame = spark.createDataFrame(skewed_rows(seed), "id string, bucket int, _copies array<string>")
-    by_key = balanced(frame, 4, ("id", "_copies"))
+    by_key = balanced(frame, 4, ("id", "_copies"), summarize(frame))
     assert not whole_rows_numbered(by_key)
     monkeypatch.setattr(mindrecord, "MAX_LISTED_MOVES", 0)
-    by_numbering = balanced(frame, 4, ("id", "_copies"))
+    by_numbering = balanced(frame, 4, ("id", "_copies"), summarize(frame))
     assert whole_rows_numbered(by_numbering)
     assert placements(by_key) == placements(by_numbering)
     shards = [shard for _, _, shard in placements(by_key)]
@@ -87,7 +88,25 @@ def test_rows_that_share_a_key_are_placed_one_by_one(spark):
     or all stay (or be doubled by the lookup), so the whole rows are numbered and the counts still even out."""
     rows = [("same", 0, ["S#0"])] * 6 + [("other", 1, ["O#0"])]
     frame = spark.createDataFrame(rows, "id string, bucket int, _copies array<string>")
-    placed = balanced(frame, 2, ("id", "_copies"))
+    placed = balanced(frame, 2, ("id", "_copies"), summarize(frame))
     assert whole_rows_numbered(placed)
     shards = [shard for _, _, shard in placements(placed)]
     assert len(shards) == 7 and sorted(shards.count(s) for s in range(2)) == [3, 4]
+
+
+def test_where_every_copy_is_a_first_copy_no_row_is_looked_up_as_a_repeat(spark, monkeypatch):
+    """Only first copies (``#0``): no document has another copy, so the rows are placed without the
+    search for repeats, and exactly where that search would place them."""
+    rows = [(f"seq-{n}", n % 3 and 1, [f"D{n}#0", f"E{n}#0"]) for n in range(40)]
+    frame = spark.createDataFrame(rows, "id string, bucket int, _copies array<string>")
+    summary = summarize(frame)
+    assert summary.first_copies_only and summary.rows_per_bucket == {0: 14, 1: 26}
+    searches = []
+    monkeypatch.setattr(mindrecord, "with_stays", lambda rows: searches.append(1) or with_stays(rows))
+    quick = placements(balanced(frame, 2, ("id", "_copies"), summary))
+    assert searches == []
+    full = placements(balanced(frame, 2, ("id", "_copies"), dataclasses.replace(summary, first_copies_only=False)))
+    assert searches == [1] and quick == full
+    assert not summarize(spark.createDataFrame([(0, ["A#0"]), (1, ["A#1"])], "bucket int, _copies array<string>")
+                         ).first_copies_only
+    assert not summarize(spark.createDataFrame([(0, ["A#00"])], "bucket int, _copies array<string>")).first_copies_only

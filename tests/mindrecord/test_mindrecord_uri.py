@@ -208,6 +208,20 @@ def test_a_shard_no_row_reaches_is_written_empty(spark, tmp_path):
         run_pipeline(spark, too_few, [str(tmp_path / "b3")], ["mindrecord"], str(tmp_path), "r2", echo=lambda _: None)
 
 
+def test_sequences_of_two_lengths_are_refused_before_any_shard_is_written(spark, tmp_path):
+    from jobs import config
+    from jobs.config import PipelineConfig
+    from jobs.pipeline import run_pipeline
+
+    rows = [(f"s{i}", 0, [7] * n, [1] * n, [1] * n) for i, n in enumerate([16, 16, 12])]
+    spark.createDataFrame(rows, "id string, bucket int, input_ids array<int>, segment_ids array<int>, "
+                                "loss_mask array<int>").write.parquet(str(tmp_path / "seq"))
+    cfg = config.build(PipelineConfig, {"mix": {"buckets": 2}})
+    with pytest.raises(ConfigError, match=r"sequences of 12 to 16 tokens \(loss_mask\)"):
+        run_pipeline(spark, cfg, [str(tmp_path / "seq")], ["mindrecord"], str(tmp_path), "r", echo=lambda _: None)
+    assert not list((tmp_path / "r").glob("mindrecord*/shard-*"))
+
+
 @pytest.mark.service  # a second Spark JVM, through the CLI, with the S3A connector
 @pytest.mark.slow
 def test_whole_pipeline_to_s3_read_back_by_the_loader(tmp_path):

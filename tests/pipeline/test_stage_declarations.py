@@ -42,6 +42,12 @@ def test_a_declaration_that_misses_a_part_is_refused():
     with pytest.raises(TypeError, match="does not declare config"):
         registry.register(NoConfig)
 
+    class ChunkedCounter(Stage):
+        name, config, order, chunked, counts_its_input = "chunked-counter", ToyConfig, 5, True, True
+
+    with pytest.raises(TypeError, match="input is counted chunk by chunk"):
+        registry.register(ChunkedCounter)
+
     class SameOrder(Stage):
         name, config, order = "clash", ToyConfig, 20  # filter's
 
