@@ -212,8 +212,8 @@ class MindRecordStage(Stage):
             # The window length from loss_mask, a column far cheaper to read than input_ids.
             summary = summarize(rows, F.size("loss_mask"))
             if summary.shortest != summary.longest:
-                raise ConfigError(f"--input: sequences of {summary.shortest} to {summary.longest} tokens (loss_mask); MindRecord "
-                                  f"holds windows of one length, as pack writes them")
+                raise ConfigError(f"--input: sequences of {summary.shortest} to {summary.longest} tokens (loss_mask); "
+                                  f"MindRecord holds windows of one length, as pack writes them")
             # The window length of the data itself (pack's seq_len unless the input came from elsewhere).
             seq_len = summary.longest if summary.longest is not None else self.cfg.pack.seq_len
             return Transformed(rows, self.shard_facts("sequences", seq_len, sequence_schema(seq_len), summary))
