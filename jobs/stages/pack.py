@@ -58,7 +58,7 @@ EMPTY = "empty_text"
 # The Spark job property that names the folder the packing tasks write kept sequences into.
 KEPT_FOLDER_PROPERTY = "corpusmill.pack.kept_folder"
 # Sequences per Parquet row group of kept/: 3 × rows × seq_len int32 of about this many bytes.
-ROW_GROUP_BYTES = 64 << 20
+ROW_GROUP_BYTES = 16 << 20
 
 
 def _int_lists(arrays: List[np.ndarray]) -> pa.Array:
