@@ -13,7 +13,9 @@ Output rows are sequences, not documents, so this stage does not pass the docume
 (int32 arrays of ``seq_len``), ``n_tokens`` (non-padding) and ``segments`` (per piece: sample id,
 domain, piece number, tokens, whether it ends its document, and what the document lost to truncation
 and hard cuts) — the audit trail from every token back to its document. ``kept/`` holds only these
-columns (the bookkeeping columns of the write are dropped from it).
+columns: the task that packs a bucket writes its sequences itself, with pyarrow, into
+``kept/bucket=<b>/part-<b>.parquet`` (``BucketFiles``), so the token arrays never cross into the JVM;
+the dropped rows are written by Spark, as every stage's are.
 
 Counts reconcile per document: each sequence counts the documents whose last piece (with EOS) it
 holds, so ``records_in = documents packed + rejected (empty text) + errors`` (a text over
