@@ -159,6 +159,14 @@ def with_placeholders(rows: DataFrame, buckets: int) -> DataFrame:
     return rows.withColumn("_placeholder", F.lit(False)).unionByName(placeholders)
 
 
+def token_count(rows: pa.RecordBatch) -> int:
+    """The tokens of rows to be written: the non-padding positions of sequences (counted on the flat
+    array here, where a Spark lambda would visit every position), or the documents' ``_tokens``."""
+    if "_tokens" in rows.schema.names:
+        return int(pc.sum(rows.column("_tokens")).as_py() or 0)
+    return int(np.count_nonzero(rows.column("segment_ids").flatten().to_numpy(zero_copy_only=False) > 0))
+
+
 class MindRecordStage(Stage):
     name = "mindrecord"
     config = MindRecordConfig
@@ -205,10 +213,9 @@ class MindRecordStage(Stage):
             if "input_ids" not in docs.columns:
                 raise ConfigError("mindrecord.mode: sequences needs packed input (input_ids); run the pack stage "
                                   "first or set mode: documents")
-            tokens = F.expr("size(filter(segment_ids, s -> s > 0))").cast("long")
             copies = (F.transform("segments", lambda s: s["sample_id"]) if "segments" in docs.columns
                       else F.array().cast("array<string>"))
-            rows = docs.select("bucket", "id", *SEQUENCE_FIELDS, tokens.alias("_tokens"), copies.alias("_copies"))
+            rows = docs.select("bucket", "id", *SEQUENCE_FIELDS, copies.alias("_copies"))
             # The window length from loss_mask, a column far cheaper to read than input_ids.
             summary = summarize(rows, F.size("loss_mask"))
             if summary.shortest != summary.longest:
@@ -272,7 +279,7 @@ class MindRecordStage(Stage):
                         if part.num_rows:
                             writers[shard].write_raw_data(mindrecord_rows(part, schema))
                             rows[shard] += part.num_rows
-                            tokens[shard] += int(pc.sum(part.column("_tokens")).as_py() or 0)
+                            tokens[shard] += token_count(part)
                 for shard, writer in writers.items():
                     writer.commit()
                     path = os.path.join(local, shard_name(shard))

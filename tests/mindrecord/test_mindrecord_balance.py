@@ -3,6 +3,7 @@
 import dataclasses
 import random
 
+import pyarrow as pa
 import pytest
 
 from jobs.stages import mindrecord
@@ -110,3 +111,10 @@ def test_where_every_copy_is_a_first_copy_no_row_is_looked_up_as_a_repeat(spark,
     assert not summarize(spark.createDataFrame([(0, ["A#0"]), (1, ["A#1"])], "bucket int, _copies array<string>")
                          ).first_copies_only
     assert not summarize(spark.createDataFrame([(0, ["A#00"])], "bucket int, _copies array<string>")).first_copies_only
+
+
+def test_tokens_are_the_non_padding_positions_or_the_documents_estimates():
+    sequences = pa.RecordBatch.from_pydict({"segment_ids": [[1, 1, 2, 0], [1, 0, 0, 0], [0, 0, 0, 0]]})
+    assert mindrecord.token_count(sequences) == 4
+    documents = pa.RecordBatch.from_pydict({"_tokens": pa.array([120, None, 7], pa.int64())})
+    assert mindrecord.token_count(documents) == 127
