@@ -150,7 +150,8 @@ class Stage:
     # Columns the output is partitioned by under each outcome folder (e.g. bucket=<k>/).
     partition_columns: Tuple[str, ...] = ()
     # True when ``transform`` counts the input rows on its way (``facts["records_in"]``), so that the
-    # runner does not count them in a job of its own; for stages that are not ``chunked``.
+    # runner does not count them in a job of its own; not for stages run by chunks (``chunked``,
+    # ``has_chunk_step``), whose input the runner counts chunk by chunk.
     counts_its_input: bool = False
     # Column holding the reason on rows of each dropped outcome (counted into _stats.json).
     reason_columns: Dict[str, str] = {"rejected": "reject_rule", "error": "error"}

@@ -101,7 +101,6 @@ class BucketFiles:
     def __init__(self, folder: str, compression: str, s3_options: dict):
         self.folder, self.compression, self.s3_options = folder, compression, s3_options
         self.local = tempfile.TemporaryDirectory(prefix="corpusmill-pack-", dir=scratch_root())
-        self.bucket: Optional[int] = None
         self.writer: Optional[pq.ParquetWriter] = None
 
     def path(self, bucket: int) -> str:
@@ -112,7 +111,6 @@ class BucketFiles:
             return
         if self.writer is None:
             self.writer = pq.ParquetWriter(self.path(bucket), KEPT_SCHEMA, compression=self.compression)
-            self.bucket = bucket
         self.writer.write_batch(sequences_batch(sequences))
 
     def finish(self, bucket: int, sequences: Sequence[PackedSequence]) -> None:
