@@ -37,9 +37,8 @@ class SparkConfig:
         "spark.ui.enabled": False,
         # Python workers run the installed pyspark, not Spark's zip copies of it (jobs/python_daemon.py).
         "spark.python.daemon.module": "jobs.python_daemon",
-        # The server JIT compiler for long-hot code only (see conf/local.yaml).
-        "spark.driver.extraJavaOptions": ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
-                                          "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"),
+        # The client JIT compiler only (see conf/local.yaml).
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
     })
     # Where a JVM that corpusmill starts itself keeps its loaded classes between runs (see
     # jobs/spark.py, ClassArchive); "" = not kept. spark-submit and notebooks start their own JVM.
