@@ -1,5 +1,18 @@
 """corpusmill: web crawls → LLM pre-training data on Spark, with a MindSpore scoring sidecar."""
+from pathlib import Path
+
 from setuptools import Extension, find_namespace_packages, setup
+
+SHIPPED = ("corpusmill", "jobs", "udfs", "scoring_service", "loader")  # tools/ and bench/ stay in the clone
+
+
+def compiled_modules():
+    """One extension per ``.pyx`` under a shipped package, named by its path (udfs/filter/_ngram_lm.pyx
+    is ``udfs.filter._ngram_lm``): adding compiled code is adding the file."""
+    root = Path(__file__).resolve().parent
+    sources = sorted(path.relative_to(root) for package in SHIPPED for path in (root / package).rglob("*.pyx"))
+    return [Extension(".".join(source.with_suffix("").parts), [source.as_posix()]) for source in sources]
+
 
 setup(
     name="corpusmill",
@@ -8,8 +21,7 @@ setup(
     python_requires=">=3.9,<3.12",  # README, scripts/bootstrap.sh and tests/pipeline/test_architecture.py agree
     # Folders that hold only data (udfs/pack/vocab, scoring_service/models/default, …) are packages too, so
     # every file a module opens beside itself ships with it; compiled leftovers do not.
-    packages=find_namespace_packages(include=["jobs", "jobs.*", "udfs", "udfs.*", "scoring_service",
-                                              "scoring_service.*", "loader", "loader.*", "tools", "tools.*"],
+    packages=find_namespace_packages(include=[name for package in SHIPPED for name in (package, f"{package}.*")],
                                      exclude=["*.__pycache__"]),
     package_dir={"": "."},  # the flat layout, said outright: an editable install is then one .pth line
     include_package_data=True,
@@ -50,18 +62,8 @@ setup(
         # moto's standalone server is the loopback S3 of tests/mindrecord/test_mindrecord_uri.py
         "dev": ["pytest>=7", "vermin>=1.6,<2", "moto[server]>=5.0,<6"],
     },
-    # The quality signals in compiled code (udfs/filter/quality.py calls it); pyproject.toml has pip fetch
-    # Cython to build it, so a wheel or an installed venv needs no compiler at run time.
-    ext_modules=[Extension("udfs.filter._quality_signals", ["udfs/filter/_quality_signals.pyx"]),
-                 Extension("udfs.filter._ngram_lm", ["udfs/filter/_ngram_lm.pyx"]),  # the n-gram tokenizer and lookups
-                 Extension("udfs.filter._badwords", ["udfs/filter/_badwords.pyx"]),  # the C4 bad-words scan
-                 Extension("udfs.dedup._minhash", ["udfs/dedup/_minhash.pyx"]),  # MinHash signatures
-                 Extension("udfs.filter._langid_text", ["udfs/filter/_langid_text.pyx"]),  # the line fastText reads
-                 Extension("udfs.filter._fasttext_hs", ["udfs/filter/_fasttext_hs.pyx"]),  # fastText's prediction, words cached
-                 Extension("udfs.extract._blocks", ["udfs/extract/_blocks.pyx"]),  # the block pass's features and scores
-                 Extension("udfs.extract._text_spaces", ["udfs/extract/_text_spaces.pyx"]),  # normalize_text's space folding
-                 Extension("udfs.extract._lexbor", ["udfs/extract/_lexbor.pyx"]),  # lexbor, found in selectolax's module
-                 Extension("udfs.extract._page_walk", ["udfs/extract/_page_walk.pyx"]),  # a page's units from lexbor's DOM
-                 Extension("scoring_service._features", ["scoring_service/_features.pyx"])],  # the scorer's content bag
+    # Every Cython module (``<package>/**/<name>.pyx``, compiled when pip builds or installs corpusmill;
+    # pyproject.toml has pip fetch Cython), so a wheel or an installed venv needs no compiler at run time.
+    ext_modules=compiled_modules(),
     entry_points={"console_scripts": ["corpusmill=jobs.cli:main"]},
 )

@@ -10,7 +10,7 @@ Parameters (trigger with ``--conf`` / the trigger form): ``input`` (WARC glob or
 ``run`` (default: the DAG run id), ``config`` (YAML; empty = conf/local.yaml), ``corpusmill`` (the
 command, default ``$CORPUSMILL_BIN`` or ``corpusmill``: Airflow and corpusmill usually live in
 different environments). On a cluster set ``corpusmill`` to a wrapper that calls
-``spark-submit ... jobs/cli.py`` (README, "On a cluster").
+``spark-submit ... jobs/cli.py`` (docs/operations.md, "On a cluster").
 
     airflow dags test corpusmill --conf '{"input": "/data/CC-MAIN-2026-48/*.warc.gz", "output": "/data/out"}'
 
@@ -18,6 +18,7 @@ Works with Airflow 2.9+ and 3.x.
 """
 from __future__ import annotations
 
+import ast
 import os
 import shlex
 from datetime import datetime, timedelta
@@ -30,15 +31,44 @@ except ImportError:  # Airflow 2
     from airflow.models.param import Param
     from airflow.operators.bash import BashOperator
 
-# Pipeline order; CORPUSMILL_STAGES (comma-separated) narrows it, e.g. to the stages a deployment runs.
-# Written out because the scheduler parses this file without corpusmill installed;
-# tests/pipeline/test_airflow_dag.py checks it against the stages' own declarations (jobs.registry).
-STAGE_ORDER = ["extract", "filter", "pii", "dedup", "decontam", "score", "mix", "pack", "mindrecord"]
-STAGES = [s.strip() for s in os.environ.get("CORPUSMILL_STAGES", ",".join(STAGE_ORDER)).split(",") if s.strip()]
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLONE = os.path.dirname(HERE) if os.path.isdir(os.path.join(os.path.dirname(HERE), "jobs")) else None
 HOME = os.environ.get("CORPUSMILL_HOME") or CLONE
+
+
+def declared_stage_order(home: str) -> list:
+    """The stages of the clone at ``home`` in their declared order, read from the ``name`` and ``order``
+    of each class in jobs/stages/*.py as source text: the scheduler parses this file without corpusmill
+    installed, and a stage added there gets its task without touching this file."""
+    declared = []
+    folder = os.path.join(home, "jobs", "stages")
+    for file_name in sorted(os.listdir(folder)):
+        if not file_name.endswith(".py") or file_name == "__init__.py":
+            continue
+        with open(os.path.join(folder, file_name), encoding="utf-8") as source:
+            tree = ast.parse(source.read())
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                values = {}
+                for statement in node.body:  # name = "x" and name, config, order = "x", XConfig, 15
+                    if not isinstance(statement, ast.Assign):
+                        continue
+                    for target in statement.targets:
+                        pairs = (zip(target.elts, statement.value.elts) if isinstance(target, ast.Tuple)
+                                 and isinstance(statement.value, ast.Tuple) else [(target, statement.value)])
+                        values.update({t.id: v.value for t, v in pairs
+                                       if isinstance(t, ast.Name) and isinstance(v, ast.Constant)})
+                if isinstance(values.get("name"), str) and isinstance(values.get("order"), int):
+                    declared.append((values["order"], values["name"]))
+    return [name for _, name in sorted(declared)]
+
+
+# Pipeline order; CORPUSMILL_STAGES (comma-separated) narrows it, e.g. to the stages a deployment runs, or
+# names them where no clone is at hand.
+ORDER = os.environ.get("CORPUSMILL_STAGES") or (",".join(declared_stage_order(HOME)) if HOME else "")
+if not ORDER:
+    raise RuntimeError("corpusmill DAG: set CORPUSMILL_HOME to a corpusmill clone, or CORPUSMILL_STAGES")
+STAGES = [s.strip() for s in ORDER.split(",") if s.strip()]
 
 # Run names become folder names: the run id of a manual run has ':' and '+', which Hadoop paths reject.
 RUN = "{{ params.run or (run_id | replace(':', '-') | replace('+', '-')) }}"

@@ -14,6 +14,7 @@ import atexit
 import gc
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from importlib import metadata
@@ -24,8 +25,8 @@ if __name__ == "__main__" and not __package__:
     # the same code with --archives, see jobs/package.py), not whatever else is installed.
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from corpusmill.config import ConfigError  # noqa: E402
 from jobs import registry  # noqa: E402
-from udfs.common.config import ConfigError  # noqa: E402
 from jobs.console import progress_safe_print  # noqa: E402
 
 
@@ -56,13 +57,11 @@ def run_dir_of(args: argparse.Namespace, cfg) -> str:
     return f"{(args.output or cfg.output).rstrip('/')}/{args.run or cfg.run}"
 
 
-def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
+def run_command(args: argparse.Namespace, stages: Optional[List[str]], write_class_archive: bool = False) -> int:
     from jobs import config
     from jobs.pipeline import plan_stages, run_pipeline
     from jobs.report import write_report
     from jobs.spark import get_session
-    from udfs.pii.scrub import build_scrubber_in_background
-    from udfs.score.scoring import launch_local_service
 
     cfg = config.load(args.config)
     planned = plan_stages(stages)
@@ -70,19 +69,43 @@ def run_command(args: argparse.Namespace, stages: Optional[List[str]]) -> int:
     # what the process's end frees anyway, noticeable with Presidio's scrubber loaded.
     atexit.register(gc.freeze)
     check_java()
-    # The report and filter's spot-check samples are scrubbed here, in the driver: its scrubber
-    # (Presidio's import is slow) is built while the JVM starts, not after the last stage.
-    build_scrubber_in_background(cfg.pii)
-    if planned[:1] == ["score"]:
-        launch_local_service(cfg.score, cfg.spark.master)  # its start-up beside the JVM's
-    spark = get_session(cfg.spark)
+    for stage in registry.stages():  # what is slow to make is made while the JVM starts
+        stage.prepare(cfg, planned)
+    spark = get_session(cfg.spark, write_class_archive)
     all_stats = run_pipeline(spark, cfg, args.input, planned, args.output, args.run, args.sample,
                              echo=progress_safe_print, wait_s=args.wait)
     run_dir = run_dir_of(args, cfg)
     progress_safe_print(f"corpusmill: done. Outputs under {run_dir}/<stage>/ (kept/, rejected/, errors/), "
                         f"stats in {run_dir}/<stage>/_stats.json")
     progress_safe_print(f"corpusmill: report {write_report(spark, run_dir, cfg.pii)}")
+    if not write_class_archive:
+        warm_up_in_background(args.config, cfg)
     return 0 if all(s.get("reconciled", True) for s in all_stats) else 3
+
+
+def warm_up_in_background(config_path: Optional[str], cfg) -> None:
+    """Start ``corpusmill warm-up`` in a process of its own when a local run found no class archive:
+    the archive is written on no one's clock, and the runs after it start from it."""
+    from jobs.spark import ClassArchive
+
+    archive = ClassArchive.for_this_jvm(cfg.spark.class_archive_dir)
+    if (archive is None or not cfg.spark.master.startswith("local") or archive.path.exists()
+            or archive.being_written()):
+        return
+    log = archive.directory / "warm-up.log"
+    try:
+        archive.directory.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as out:
+            config = ["--config", os.path.abspath(config_path)] if config_path else []
+            subprocess.Popen([sys.executable, "-m", "jobs.cli", "warm-up", *config],
+                             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             preexec_fn=lambda: os.nice(10))
+    except OSError as exc:  # an unwritable cache: runs go on without an archive
+        progress_safe_print(f"corpusmill: the JVM's class archive is not written ({exc})")
+        return
+    progress_safe_print(f"corpusmill: writing the JVM's class archive in the background, for faster start-ups "
+                        f"(once; log {log})")
 
 
 def report_command(args: argparse.Namespace) -> int:
@@ -120,7 +143,7 @@ def warm_up_command(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="corpusmill-warm-up-") as out:
         run = argparse.Namespace(config=args.config, input=[SAMPLE_WARCS], output=out, run="warm-up",
                                  sample=None, wait=None)
-        return run_command(run, None)
+        return run_command(run, None, write_class_archive=True)
 
 
 def run_description() -> str:
@@ -171,7 +194,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     warm_up.add_argument("--config", help="YAML config (default: conf/local.yaml)")
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["mixing-law"]:  # its own parser takes every option that follows
-        from jobs.mixing_law import main as mixing_law
+        from jobs.mixing_law_command import main as mixing_law
 
         return mixing_law(argv[1:])
     args = parser.parse_args(argv)

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
 
-from udfs.common.remote import s3_options_from_hadoop
+from corpusmill.storage import s3_options_from_hadoop
 
 # Stores whose single PUT is atomic (an object is seen whole or not at all) and whose rename is a copy:
 # a small file is written in place there, not renamed.

@@ -29,20 +29,21 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
+from corpusmill.config import ConfigError, defaults_from_yaml
 from jobs.fs import HadoopFS
-from udfs.common.config import ConfigError
 
 LEASE_DIR = "_lease"
 
 
 @dataclass(frozen=True)
+@defaults_from_yaml("lease")
 class LeaseConfig:
     # A holder that has not renewed its lease for this long is presumed dead and is taken over. It
     # is renewed every ttl_s / 5 seconds, so a driver stalled longer than that (a long GC pause, a
     # lost network) may lose it: it then stops before its next commit.
-    ttl_s: int = 300
+    ttl_s: int
     # How long a second run waits for the holder to finish before it stops (0: stop at once).
-    wait_s: int = 0
+    wait_s: int
 
     def validate(self, prefix: str) -> None:
         if self.ttl_s < 10:

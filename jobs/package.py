@@ -7,11 +7,11 @@
         jobs/cli.py run --input ... --output ... --run ...
 
 Shipped with ``--archives``, Spark unpacks the zip into every executor's working directory, so the
-executors import the same ``jobs``, ``udfs``, ``scoring_service`` and ``loader`` as the driver from real files,
-and data files found through ``__file__`` (the tokenizer vocabulary, conf/) are there too; the driver
-runs the clone it is submitted from. The same zip also works as ``--py-files`` for code that reads no
+executors import the same ``corpusmill``, ``jobs``, ``udfs``, ``scoring_service`` and ``loader`` as the
+driver from real files, and data files found through ``__file__`` (the tokenizer vocabulary, conf/) are
+there too; the driver runs the clone it is submitted from. The same zip also works as ``--py-files`` for code that reads no
 data files beside itself (zipimport cannot open them). Third-party dependencies must already be on
-the workers, or travel as a packed venv (README, "On a cluster"). The zip is reproducible: fixed
+the workers, or travel as a packed venv (docs/operations.md, "On a cluster"). The zip is reproducible: fixed
 timestamps, sorted entries.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
-CONTENTS = ("jobs", "udfs", "scoring_service", "loader", "conf")
+CONTENTS = ("corpusmill", "jobs", "udfs", "scoring_service", "loader", "conf")
 DEFAULT_ZIP = ROOT / "dist" / "corpusmill-jobs.zip"
 # Build leftovers that executors never read.
 EXCLUDED_PARTS = {"__pycache__", ".pytest_cache"}

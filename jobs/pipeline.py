@@ -16,13 +16,14 @@ from typing import Any, List, Optional, Sequence
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from corpusmill.config import ConfigError
+from corpusmill.run_folder import MARKER, STATS
 from jobs import registry
 from jobs.console import summary_line
 from jobs.fs import HadoopFS
 from jobs.lease import RunLease, lease_settings
 from jobs.runner import finished_marker, is_complete, run_chunked_stage, run_stage, run_stage_after_chunks
-from jobs.stage import MARKER, STATS, Stage
-from udfs.common.config import ConfigError
+from jobs.stage import Stage
 
 
 def _chain(*parts) -> str:

@@ -12,8 +12,8 @@ import importlib
 import pkgutil
 from typing import Dict, List, Type
 
+from corpusmill.config import ConfigError
 from jobs.stage import Stage
-from udfs.common.config import ConfigError
 
 _registered: Dict[str, Type[Stage]] = {}
 _found: Dict[str, Type[Stage]] = {}

@@ -22,17 +22,18 @@ from contextlib import ExitStack, contextmanager
 from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
+from corpusmill.run_folder import MARKER, STATS, is_marker, names_present
 from jobs.fs import HadoopFS, StorageError, storage_error
 from jobs.lease import RunLease
-from jobs.stage import MARKER, STATS, Stage, Transformed, conform_bookkeeping
+from jobs.stage import OVER_LIMIT, Stage, Transformed, conform_bookkeeping, over_limit_as_errors
 
 CHUNKS = "_chunks"  # chunk markers of a stage run chunk by chunk
 
 
 def read_marker(fs: HadoopFS, path: str) -> Optional[dict]:
-    """A marker's content when it is a complete, well-formed marker: a JSON object whose ``files``
-    maps names to sizes (and whose ``fingerprint``, where it has one, is a string). An empty, cut,
+    """A marker's content when it is a complete, well-formed marker (``is_marker``). An empty, cut,
     damaged or missing marker is None: whatever it was meant to cover is not finished."""
     try:
         if not fs.exists(path):
@@ -40,13 +41,7 @@ def read_marker(fs: HadoopFS, path: str) -> Optional[dict]:
         content = fs.read_json(path)
     except ValueError:  # empty (a full disk), cut short, not JSON, not UTF-8
         return None
-    if not isinstance(content, dict) or not isinstance(content.get("files"), dict):
-        return None
-    if not all(isinstance(name, str) and type(size) is int for name, size in content["files"].items()):
-        return None
-    if not isinstance(content.get("fingerprint", ""), str):
-        return None
-    return content
+    return content if is_marker(content) else None
 
 
 def finished_marker(fs: HadoopFS, stage_dir: str) -> Optional[dict]:
@@ -55,9 +50,7 @@ def finished_marker(fs: HadoopFS, stage_dir: str) -> Optional[dict]:
     content = read_marker(fs, f"{stage_dir}/{MARKER}")
     if content is None or "fingerprint" not in content:
         return None
-    present = fs.list_files(stage_dir)
-    present.pop(MARKER, None)
-    return content if content["files"] == present else None
+    return content if names_present(content, fs.list_files(stage_dir)) else None
 
 
 def is_complete(fs: HadoopFS, stage_dir: str, fingerprint: str) -> bool:
@@ -108,14 +101,44 @@ def stage_stats(stage: Stage, fingerprint: str, counts: Dict[str, Dict[str, int]
     return stats
 
 
+def admitted(stage: Stage, docs: DataFrame) -> DataFrame:
+    """``docs`` through the stage's door: its columns checked, and every text over ``io.max_text_chars``
+    held back (null, its length in ``OVER_LIMIT``), so that no Python worker of any stage receives it."""
+    stage.check_input(docs)
+    return stage.hold_back_long_texts(docs) if stage.input == "documents" and "text" in docs.columns else docs
+
+
+def with_over_limit_errors(stage: Stage, rows: DataFrame, held_back: bool) -> DataFrame:
+    """The stage's output with each over-long text an errors/ row (``text_too_long``): the ones held back
+    at the door, or for a stage reading files, each kept text over the limit."""
+    if stage.makes_over_limit_errors:  # its rows may carry the mark on to its own tasks
+        return rows
+    if stage.input == "files" and "text" in rows.columns:
+        rows = rows.withColumn(OVER_LIMIT, F.when(F.col("_outcome") == "kept", stage.too_long()))
+    if OVER_LIMIT in rows.columns:
+        return over_limit_as_errors(rows)
+    if held_back:
+        raise TypeError(f"stage {stage.name}: its transform dropped the {OVER_LIMIT} column the runner added, "
+                        f"so its over-long texts would be lost; keep the column (or declare makes_over_limit_errors)")
+    return rows
+
+
+def transformed(stage: Stage, docs: DataFrame, resources: ExitStack) -> Transformed:
+    """The stage's ``transform`` under the contract every stage keeps: ``docs`` admitted at the door,
+    over-long texts made errors, the bookkeeping columns in their declared types."""
+    admitted_docs = admitted(stage, docs)
+    out = stage.transform(admitted_docs, resources)
+    out.rows = conform_bookkeeping(with_over_limit_errors(stage, out.rows, OVER_LIMIT in admitted_docs.columns))
+    return out
+
+
 def write_outcomes(stage: Stage, docs: DataFrame, tmp_dir: str, resources: ExitStack,
                    release: bool) -> Tuple[Transformed, Dict[str, Dict[str, int]]]:
-    """Check, transform and write ``docs`` into ``tmp_dir`` by outcome; count the rows per outcome and
-    reason, and rename the outcome folders. With ``release``, ``resources`` are closed as soon as the
-    write is done: services and caches live for the one pass over the data, not the bookkeeping."""
-    stage.check_input(docs)
-    out = stage.transform(docs, resources)
-    out.rows = conform_bookkeeping(out.rows)
+    """Transform (``transformed``) and write ``docs`` into ``tmp_dir`` by outcome; count the rows per
+    outcome and reason, and rename the outcome folders. With ``release``, ``resources`` are closed as
+    soon as the write is done: services and caches live for the one pass over the data, not the
+    bookkeeping."""
+    out = transformed(stage, docs, resources)
     stage.write(out, tmp_dir)
     if release:
         resources.close()
@@ -329,11 +352,11 @@ def run_stage_after_chunks(stage: Stage, chunks: Sequence[Sequence[str]],
     remove_orphans(fs, stage_dir, keep=partial_dir)
     started = time.time()
     stage.spark.sparkContext.setJobGroup(stage.name, f"corpusmill stage {stage.name}")
-    results_schema = stage.chunk_step(docs).schema
+    results_schema = stage.chunk_step(admitted(stage, docs)).schema
 
     def write_chunk(files: Sequence[str], tmp_dir: str) -> dict:
         chunk = load_chunk(files)
-        stage.chunk_step(chunk).write.option("compression", stage.cfg.io.parquet_compression).parquet(tmp_dir)
+        stage.chunk_step(admitted(stage, chunk)).write.option("compression", stage.cfg.io.parquet_compression).parquet(tmp_dir)
         return {"records_in": chunk.count()}
 
     finished = _commit_chunks(stage, fs, chunks, partial_dir, write_chunk, ("records_in",), echo, lease)

@@ -19,8 +19,8 @@ from pyspark.find_spark_home import _find_spark_home
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
+from corpusmill.config import ConfigError
 from jobs.config import SparkConfig
-from udfs.common.config import ConfigError
 
 # Always on: Arrow batches between the JVM and the Python workers, UTC timestamps.
 BASE_CONF = {
@@ -66,8 +66,10 @@ def _forward_jvm_stderr(read_fd: int) -> None:
 
 class ClassArchive:
     """The JVM's loaded classes kept between local runs: a dynamic CDS archive (HotSpot's class data
-    sharing) that the first run writes as its JVM exits and later runs map instead of loading and
-    verifying Spark's classes from the jars again (the saving: bench/RESULTS.md).
+    sharing) that ``corpusmill warm-up`` writes as its JVM exits and runs map instead of loading and
+    verifying Spark's classes from the jars again (the saving: bench/RESULTS.md). Writing it takes a
+    JVM's exit tens of seconds, so a run never writes it itself: one that finds none starts the
+    warm-up in the background as it ends (``jobs/cli.py``), off the user's clock.
 
     One archive per Java and Spark installation (its name hashes the java binary and the path and
     names of Spark's jars: HotSpot maps an archive only for the class path it was written with); one
@@ -101,10 +103,10 @@ class ClassArchive:
             return None
         return cls(directory)
 
-    def jvm_options(self) -> str:
-        """Map the archive when there is one, else write one at exit (under a temporary name) unless
-        another run is writing it already. HotSpot's notes on classes it cannot archive (~1,000
-        lines) stay off the console."""
+    def jvm_options(self, write: bool = False) -> str:
+        """Map the archive when there is one; else, with ``write``, write one at exit (under a temporary
+        name) unless another process is writing it already. HotSpot's notes on classes it cannot
+        archive (~1,000 lines) stay off the console."""
         quiet = "-Xlog:cds*=off"
         if self.path.exists():
             try:
@@ -112,9 +114,11 @@ class ClassArchive:
             except OSError:
                 pass
             return f"-XX:SharedArchiveFile={self.path} {quiet}"
+        if not write:
+            return ""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            if self._being_written():
+            if self.being_written():
                 return ""
             self.pending = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
             self.pending.touch()  # claims the writing from now on; the JVM fills it at exit
@@ -123,7 +127,7 @@ class ClassArchive:
             return ""
         return f"-XX:ArchiveClassesAtExit={self.pending} {quiet}"
 
-    def _being_written(self) -> bool:
+    def being_written(self) -> bool:
         """Whether a live run is writing this archive; stale temporary files (a killed run's) go."""
         writing = False
         for pending in self.directory.glob(f"{self.path.name}.*.tmp"):
@@ -165,11 +169,11 @@ def _java_binary() -> Optional[str]:
     return shutil.which("java")
 
 
-def _start_context(conf: SparkConf, archive: Optional[ClassArchive] = None) -> None:
+def _start_context(conf: SparkConf, archive: Optional[ClassArchive] = None, write_archive: bool = False) -> None:
     """Start the JVM with its stderr through ``_forward_jvm_stderr`` (and the class archive's option),
     and the SparkContext on it."""
     java_options = conf.get("spark.driver.extraJavaOptions", "")
-    archive_option = archive.jvm_options() if archive else ""
+    archive_option = archive.jvm_options(write_archive) if archive else ""
     if archive_option:
         conf.set("spark.driver.extraJavaOptions", f"{java_options} {archive_option}".strip())
     read_fd, write_fd = os.pipe()
@@ -198,7 +202,9 @@ def _start_context(conf: SparkConf, archive: Optional[ClassArchive] = None) -> N
     SparkContext(conf=conf, gateway=gateway)
 
 
-def get_session(cfg: SparkConfig) -> SparkSession:
+def get_session(cfg: SparkConfig, write_class_archive: bool = False) -> SparkSession:
+    """The active session, else a new one from ``cfg``; a JVM started here maps the class archive, or
+    with ``write_class_archive`` writes it at exit when there is none (``corpusmill warm-up``)."""
     # Workers must run the interpreter that has the project's packages (a measured trap here).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     active = SparkSession.getActiveSession()
@@ -218,7 +224,7 @@ def get_session(cfg: SparkConfig) -> SparkSession:
             conf = SparkConf().setAppName(cfg.app_name).setAll(settings.items())
             if not conf.contains("spark.master"):
                 conf.setMaster(cfg.master)
-            _start_context(conf, ClassArchive.for_this_jvm(cfg.class_archive_dir))
+            _start_context(conf, ClassArchive.for_this_jvm(cfg.class_archive_dir), write_class_archive)
         for key, value in settings.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()

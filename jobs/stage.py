@@ -30,12 +30,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import DataType, StringType, StructType
 
+from corpusmill.config import ConfigError
+from corpusmill.run_folder import OUTCOMES
 from jobs.fs import HadoopFS
-from udfs.common.config import ConfigError
-
-OUTCOMES = {"kept": "kept", "rejected": "rejected", "error": "errors", "skipped": "skipped"}  # outcome -> folder
-MARKER = "_COMPLETE.json"
-STATS = "_stats.json"
 
 # The bookkeeping columns of every stage's output, declared once so that every stage's rejected/
 # reads into one table. ``reject_value`` is text: what a rule measured is a number for most rules
@@ -155,6 +152,11 @@ class Stage:
     counts_its_input: bool = False
     # Column holding the reason on rows of each dropped outcome (counted into _stats.json).
     reason_columns: Dict[str, str] = {"rejected": "reject_rule", "error": "error"}
+    # True when the stage makes its own error rows of the texts the runner held back (see
+    # ``jobs/runner.py``'s door): in its tasks (pack, mindrecord) or before a step that needs them as
+    # errors (filter's cut-offs, mix's plan). Otherwise the runner does it after ``transform``, and a
+    # transform that loses the hold-back column is refused.
+    makes_over_limit_errors: bool = False
     # True when each record's outcome depends on that record alone, so the input may be processed
     # and committed chunk by chunk (``run_chunked_stage``). Stages that need the whole input at once
     # (cut-offs over all documents, clustering, a sampling plan, buckets) leave it False.
@@ -213,6 +215,12 @@ class Stage:
         errors at the end."""
         return docs.withColumn(OVER_LIMIT, self.too_long()).withColumn(
             "text", F.when(F.col(OVER_LIMIT).isNull(), F.col("text")))
+
+    @classmethod
+    def prepare(cls, cfg, planned: Sequence[str]) -> None:
+        """Start, in the background, what the stage's run will need and is slow to make (a model, a
+        service), so it gets ready while the JVM starts. Called for every stage before any runs, with
+        the names of the stages planned; the default does nothing."""
 
     def artifact_fingerprint(self) -> str:
         """Identity of files the output depends on beyond the config (e.g. a model); '' when none."""

@@ -31,8 +31,8 @@ from typing import List, Optional, Sequence, Tuple, Union
 import mindspore.dataset as ds
 import numpy as np
 
-from udfs.common.remote import file_system, is_remote
-from udfs.mindrecord.records import stage_shard_files
+from corpusmill.storage import file_system, is_remote
+from loader.shards import stage_shard_files
 from udfs.pack.packing import Document, PackConfig, loss_mask_from_segments, position_ids_from_segments, split_document
 from udfs.pack.tokenizer import TokenizerConfig, cached_tokenizer
 
@@ -52,7 +52,7 @@ def shard_files(path: Union[str, Sequence[str]], cache_dir: Optional[str] = None
     A stage gives the shards its completion marker names (a stray file in its folder is not read);
     one whose ``manifest.json`` lists the stages of earlier runs (``mindrecord.earlier``) gives their
     shards too, earliest first, each stage's checked against its own marker: old and new are read as
-    one dataset (``udfs.mindrecord.records.stage_shard_files``)."""
+    one dataset (``loader.shards.stage_shard_files``)."""
     if not isinstance(path, (str, Path)):
         return [str(p) for p in path]
     local = file_system(str(path))[1]  # a plain path, or the path of a file:// URI

@@ -1,11 +1,11 @@
 # Databricks notebook source
 # MAGIC %md
-# MAGIC # corpusmill: the pipeline, one stage per cell
+# MAGIC # corpusmill: the pipeline, stage by stage
 # MAGIC
 # MAGIC Runs each stage on its own, in pipeline order, on the sample WARCs bundled with the project (or on
-# MAGIC the `input` you give), and shows what every stage kept and dropped. Each cell is the same call as
-# MAGIC `corpusmill run --stages <stage>` with the same run: re-running a cell whose stage finished with the
-# MAGIC same config skips it, so the notebook can be re-run from the top at any time.
+# MAGIC the `input` you give), and shows what every stage kept and dropped. Each stage is the same call as
+# MAGIC `corpusmill run --stages <stage>` with the same run: a stage that finished with the same config is
+# MAGIC skipped, so the notebook can be re-run from the top at any time.
 # MAGIC
 # MAGIC On Databricks the notebook uses the cluster's `spark` session and its widgets (`input`, `output`,
 # MAGIC `run`, `config`); locally it runs as plain Python (`python notebooks/01_pipeline_walkthrough.py`),
@@ -23,7 +23,7 @@ try:
 except ImportError:  # a clone without `pip install -e .`, run from its notebooks/ folder
     sys.path.insert(0, os.path.abspath(os.path.join(os.getcwd(), "..")))
 
-from jobs import config
+from jobs import config, registry
 from jobs.fs import HadoopFS
 from jobs.pipeline import run_pipeline
 from jobs.report import write_report
@@ -60,109 +60,40 @@ def show(df, rows: int = 5) -> None:
         df.show(rows, truncate=60, vertical=False)
 
 
-def run_stage_cell(stage: str, columns=("id", "url", "text")) -> dict:
-    """Run one stage of this run (the extract stage reads INPUT, the others the previous kept/)."""
-    stats = run_pipeline(spark, cfg, [INPUT] if stage == "extract" else [], [stage], OUTPUT, RUN)[0]
+def run_stage_cell(stage: str, shown_before=()) -> dict:
+    """Run one stage of this run (a stage reading files reads INPUT, the others the previous kept/) and
+    show a few kept rows: the id, the columns the stage added, the text."""
+    stats = run_pipeline(spark, cfg, [INPUT] if registry.stage_class(stage).input == "files" else [], [stage],
+                         OUTPUT, RUN)[0]
     print(json.dumps({k: v for k, v in stats.items() if not isinstance(v, (list, dict)) or k in
                       ("rejected", "errors", "skipped")}, indent=1))
     kept = f"{OUTPUT}/{RUN}/{stage}/kept"
     if HadoopFS(spark).exists(kept):
         docs = spark.read.parquet(kept)
-        show(docs.select(*[c for c in columns if c in docs.columns]))
+        added = [c for c in docs.columns if c not in shown_before and c not in ("id", "text")]
+        show(docs.select(*[c for c in ("id", *added, "text") if c in docs.columns]))
     return stats
 
 
 # COMMAND ----------
 
 # MAGIC %md
-# MAGIC ## extract
-# MAGIC WARC/ARC records → documents: HTTP 200 HTML responses, charset decoded, main content extracted,
-# MAGIC text normalised. Requests, metadata and other record types are counted in `skipped`.
+# MAGIC ## Every stage, in pipeline order
+# MAGIC The stages are the ones `corpusmill run` knows (`jobs.registry`), each with its own page under
+# MAGIC `docs/stages/`. Each prints its counts (kept, rejected and errors by reason, skipped) and a few kept
+# MAGIC rows with the columns it added.
 
 # COMMAND ----------
 
-extract_stats = run_stage_cell("extract", ("id", "url", "charset", "content_length", "text"))
-
-# COMMAND ----------
-
-# MAGIC %md
-# MAGIC ## filter
-# MAGIC Language ID and the heuristic quality rules; every rejected document names its rule and value.
-
-# COMMAND ----------
-
-filter_stats = run_stage_cell("filter", ("id", "lang", "lang_score", "text"))
-
-# COMMAND ----------
-
-# MAGIC %md
-# MAGIC ## pii
-# MAGIC E-mail addresses, phone numbers, IDs, keys… replaced with typed placeholders (`<EMAIL>`), counted per type.
-
-# COMMAND ----------
-
-pii_stats = run_stage_cell("pii", ("id", "pii", "text"))
-
-# COMMAND ----------
-
-# MAGIC %md
-# MAGIC ## dedup
-# MAGIC Exact then MinHash near-duplicate clusters; one survivor per cluster.
-
-# COMMAND ----------
-
-dedup_stats = run_stage_cell("dedup", ("id", "cluster_id", "text"))
-
-# COMMAND ----------
-
-# MAGIC %md
-# MAGIC ## decontam
-# MAGIC Documents that share a 13-gram with an evaluation set (`decontam.benchmarks`, a folder of JSONL/text files) go.
-
-# COMMAND ----------
-
-decontam_stats = run_stage_cell("decontam", ("id", "decontam_benchmark", "text"))
-
-# COMMAND ----------
-
-# MAGIC %md
-# MAGIC ## score
-# MAGIC Quality score per document from the MindSpore scoring service.
-
-# COMMAND ----------
-
-score_stats = run_stage_cell("score", ("id", "quality_score", "text"))
-
-# COMMAND ----------
-
-# MAGIC %md
-# MAGIC ## mix
-# MAGIC Domain label, target weights and epochs per domain; buckets that become MindRecord shards.
-
-# COMMAND ----------
-
-mix_stats = run_stage_cell("mix", ("id", "domain", "epoch", "bucket", "text"))
-
-# COMMAND ----------
-
-# MAGIC %md
-# MAGIC ## pack
-# MAGIC Tokenize and pack into fixed-length sequences with EOS and segment ids.
-
-# COMMAND ----------
-
-pack_stats = run_stage_cell("pack", ("input_ids", "segment_ids"))
-
-# COMMAND ----------
-
-# MAGIC %md
-# MAGIC ## mindrecord
-# MAGIC One MindRecord file per bucket, readable as one dataset with `mindspore.dataset.MindDataset`.
-
-# COMMAND ----------
-
-mindrecord_stats = run_stage_cell("mindrecord")
-for shard in mindrecord_stats.get("shards", []):
+stats = {}
+columns_so_far = ()
+for stage in registry.stage_order():
+    print("==", (sys.modules[registry.stage_class(stage).__module__].__doc__ or stage).strip().splitlines()[0])
+    stats[stage] = run_stage_cell(stage, columns_so_far)
+    kept = f"{OUTPUT}/{RUN}/{stage}/kept"
+    if HadoopFS(spark).exists(kept):
+        columns_so_far = tuple(spark.read.parquet(kept).columns)
+for shard in stats.get("mindrecord", {}).get("shards", []):
     print(shard)
 
 # COMMAND ----------

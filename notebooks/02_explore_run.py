@@ -22,11 +22,11 @@ try:
 except ImportError:  # a clone without `pip install -e .`, run from its notebooks/ folder
     sys.path.insert(0, os.path.abspath(os.path.join(os.getcwd(), "..")))
 
+from corpusmill.run_folder import STATS
 from jobs import config, registry
 from jobs.fs import HadoopFS
 from jobs.report import drops_of, length_histogram, rejected_samples
 from jobs.spark import get_session
-from jobs.stage import STATS
 from jobs.stages.score import score_histogram, scores_by_outcome
 
 REPO = str(config.CONF_DIR.parent)

@@ -5,10 +5,10 @@
     python -m scoring_service serve                # HTTP batch scoring on 127.0.0.1:8808
     python -m scoring_service evaluate ...         # AUC / precision / recall on labelled texts
 
-Modules: ``features`` (vectorised hashed n-grams), ``artifacts`` (a model directory, readable
-without MindSpore), ``model`` (the network and its export), ``train``, ``metrics``, ``backend``
-(runtime seam + batching), ``server``, ``model_process`` (a model replica of ``serve --workers``), ``client`` (Spark-side client and the locally started
-service) and ``corpus`` (reading and writing labelled text; the shipped model's data recipe is
-``tools.quality_corpus``).
+Subpackages by concern: ``model`` (features, the network, a model directory on disk, texts →
+scores), ``training`` (labelled corpora, training and export, evaluation metrics) and ``serving``
+(the HTTP server, its micro-batcher, model replicas and Prometheus metrics); ``client`` is what
+Spark executors call (a client of the service, and the service started locally). The shipped
+model's files are in ``models/default``; its data recipe is ``tools.quality_corpus``.
 Importing the package does not import MindSpore; only training and serving do.
 """

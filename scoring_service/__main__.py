@@ -8,12 +8,12 @@ import os
 import sys
 from typing import List, Optional
 
-from scoring_service.artifacts import DEFAULT_MODEL_DIR
-from scoring_service.backend import CPU_THREADS
+from scoring_service.model.artifacts import DEFAULT_MODEL_DIR
+from scoring_service.model.scorer import CPU_THREADS
 
 
 def _serve(args) -> int:
-    from scoring_service.server import ServerConfig, resolve_token, serve
+    from scoring_service.serving import ServerConfig, resolve_token, serve
 
     config = ServerConfig(model_dir=args.model, host=args.host, port=args.port, backend=args.backend,
                           device=args.device, workers=args.workers, cpu_threads=args.cpu_threads,
@@ -27,9 +27,9 @@ def _serve(args) -> int:
 
 
 def _train(args) -> int:
-    from scoring_service.features import HashingSpec
-    from scoring_service.artifacts import NetShape
-    from scoring_service.train import TrainSettings, train
+    from scoring_service.model.artifacts import NetShape
+    from scoring_service.model.features import HashingSpec
+    from scoring_service.training.train import TrainSettings, train
 
     notes = None
     if args.notes:
@@ -47,9 +47,9 @@ def _train(args) -> int:
 def _evaluate(args) -> int:
     import numpy as np
 
-    from scoring_service import metrics
-    from scoring_service.backend import TextScorer
-    from scoring_service.corpus import read_examples
+    from scoring_service.model.scorer import TextScorer
+    from scoring_service.training import evaluation
+    from scoring_service.training.corpus import read_examples
 
     scorer = TextScorer.load(args.model, device=args.device)
     pos = [e.text for e in read_examples(args.positive)]
@@ -57,7 +57,7 @@ def _evaluate(args) -> int:
     scores = scorer.score(pos + neg)
     labels = np.r_[np.ones(len(pos)), np.zeros(len(neg))]
     threshold = scorer.info.threshold if args.threshold is None else args.threshold
-    print(json.dumps(metrics.summary(labels, scores, threshold), indent=2))
+    print(json.dumps(evaluation.summary(labels, scores, threshold), indent=2))
     return 0
 
 

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pyarrow as pa
 
-from scoring_service.features import Bags, FeatureHasher, HashingSpec
+from scoring_service.model.features import Bags, FeatureHasher, HashingSpec
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RETRYABLE_STATUS = {429, 500, 502, 503, 504}

@@ -17,13 +17,15 @@ fi
 
 # The install is redone when what it builds changes: setup.py, and the compiled signals' source and
 # build requirements (an editable install does not recompile them by itself).
-STAMP_KEY="$(cat "$ROOT/setup.py" "$ROOT/pyproject.toml" "$ROOT"/udfs/*/*.pyx "$ROOT"/udfs/*/*.pxd | sha256sum | cut -c1-16)-$(echo "$ROOT" | sha256sum | cut -c1-8)"
+compiled_sources() { find "$ROOT"/corpusmill "$ROOT"/jobs "$ROOT"/udfs "$ROOT"/scoring_service "$ROOT"/loader \
+  \( -name '*.pyx' -o -name '*.pxd' \) 2>/dev/null | sort; }
+STAMP_KEY="$(cat "$ROOT/setup.py" "$ROOT/pyproject.toml" $(compiled_sources) | sha256sum | cut -c1-16)-$(echo "$ROOT" | sha256sum | cut -c1-8)"
 if [ ! -x "$VENV/bin/python" ]; then
   echo "corpusmill setup: creating $VENV (first run downloads ~1 GB of wheels)"
   "$PYTHON" -m venv "$VENV"
 fi
 # A fresh clone at the path of an earlier one has the same stamp but none of the compiled modules.
-built() { for source in "$ROOT"/udfs/*/*.pyx; do compgen -G "${source%.pyx}.*.so" >/dev/null || return 1; done; }
+built() { for source in $(compiled_sources | grep '\.pyx$'); do compgen -G "${source%.pyx}.*.so" >/dev/null || return 1; done; }
 if [ "$(cat "$VENV/.corpusmill-stamp" 2>/dev/null)" != "$STAMP_KEY" ] || ! built; then
   # pip compiles the quality signals (Cython → C): it needs a C compiler and the Python headers.
   command -v "${CC:-cc}" >/dev/null || command -v gcc >/dev/null \

@@ -9,28 +9,29 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-SHARED_DATA = SHARED / "data"
 # Under CI missing shared data is a broken checkout, not an optional extra: the tests that need it fail.
 IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false")
 
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+from tools.fixtures import shared_data  # noqa: E402  (ROOT is on the path from here)
+from tools.fixtures.shared_data import SHARED_DATA, shared  # noqa: E402,F401  (tests import them from here)
 
-def shared(rel: str) -> Path:
-    """A file under ../shared/data; without it the test skips (fails under CI)."""
-    path = SHARED_DATA / rel
-    if not path.exists():
-        message = f"shared data not available: {path}"
-        if IN_CI:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return path
+
+def skip_or_fail(message: str) -> NoReturn:
+    """A file under ../shared/data is missing: the test skips (fails under CI)."""
+    if IN_CI:
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+shared_data.when_missing = skip_or_fail
 
 
 def pytest_runtest_setup(item):

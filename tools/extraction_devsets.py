@@ -1,5 +1,5 @@
 """The two main-content extraction development sets and their scoring, shared by
-``bench/extraction_quality.py`` and ``tools/train_block_classifier.py``.
+``bench/quality/extraction_quality.py`` and ``tools/train_block_classifier.py``.
 
 - ``../shared/data/html/trafilatura-eval/`` (990 pages, many languages): ``evaldata.json`` lists,
   per page, snippets that must appear in the main text (``with``) and snippets that must not
@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from pathlib import Path
 from typing import List
 
+from tools.fixtures.shared_data import SHARED_DATA
 from udfs.extract.html import decode_html
 
-HTML_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "html"
+HTML_DIR = SHARED_DATA / "html"
 SETS = ("trafilatura-eval", "readability")
 
 

@@ -28,7 +28,7 @@ import zipfile
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from scoring_service.corpus import Example, write_jsonl
+from scoring_service.training.corpus import Example, write_jsonl
 
 SEED = 20240601
 

@@ -1,7 +1,7 @@
 """Train the block pass of the boilerplate filter (``udfs/extract/boilerplate.py``: ``BlockModel``) from the
 two extraction development sets, with cross-set validation.
 
-    python tools/train_block_classifier.py [--out udfs/extract/models/block_classifier.json]
+    python -m tools.train_block_classifier [--out udfs/extract/models/block_classifier.json]
 
 Every page goes through the extract stage's own path up to the block pass (``main_content_units``),
 so the model sees the units it will judge; it learns from those. Scores are of the stage's whole
@@ -24,21 +24,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Dict, List
 
 import numpy as np
 from scipy.optimize import minimize
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from tools.extraction_devsets import LOADERS, SETS, score, shingles, tokens_of  # noqa: E402
-from udfs.extract.boilerplate import FEATURES, BlockModel, unit_features  # noqa: E402
-from udfs.extract.html import (BLOCK_MODEL_PATH, kept_text, main_content_units, main_or_whole_page,  # noqa: E402
-                        whole_page_units)
-from udfs.extract.text import normalize_text  # noqa: E402
+from tools.extraction_devsets import LOADERS, SETS, score, shingles, tokens_of
+from udfs.extract.boilerplate import FEATURES, BlockModel, unit_features
+from udfs.extract.html import (BLOCK_MODEL_PATH, kept_text, main_content_units, main_or_whole_page,
+                               whole_page_units)
+from udfs.extract.text import normalize_text
 
 L2 = 1e-3
 THRESHOLDS = [round(t, 3) for t in np.arange(0.1, 0.71, 0.05)]

@@ -19,9 +19,9 @@ from pyspark import inheritable_thread_target
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from corpusmill.run_folder import STATS
 from jobs import registry
 from jobs.fs import HadoopFS
-from jobs.stage import STATS
 from jobs.transforms.scrub import scrubbed_rows, spot_check_picks
 from udfs.pii.scrub import PiiConfig
 

@@ -31,7 +31,7 @@ from pyspark.sql.types import StructType
 
 from jobs.fs import HadoopFS
 from jobs.report.render import table
-from jobs.stage import Stage, Transformed, bookkeeping_fields, over_limit_as_errors
+from jobs.stage import Stage, Transformed, bookkeeping_fields
 from udfs.decontam.ngram_index import RULE, DecontamConfig, NgramIndex, files_fingerprint, match
 
 DECONTAM_FIELDS = pa.schema([("decontam_ngrams", pa.int64()), ("decontam_benchmark", pa.string()),
@@ -72,7 +72,7 @@ class DecontamStage(Stage):
         return self._index
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
-        docs = self.hold_back_long_texts(docs.drop(*[c for c in DECONTAM_FIELDS.names if c in docs.columns]))
+        docs = docs.drop(*[c for c in DECONTAM_FIELDS.names if c in docs.columns])
         index = self.index()
         if index is not None and self._shipped is None:
             folder = tempfile.mkdtemp(prefix="corpusmill-decontam-")
@@ -107,7 +107,7 @@ class DecontamStage(Stage):
         facts = {} if index is None else {"index": {
             "ngram_hashes": int(len(index.hashes)), "index_bytes": index.nbytes(), "ngram_lengths": index.lengths,
             "items": index.items}}
-        return Transformed(over_limit_as_errors(docs.mapInArrow(decontaminate, schema)), facts)
+        return Transformed(docs.mapInArrow(decontaminate, schema), facts)
 
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         if "index" not in facts:

@@ -74,15 +74,15 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs.fs import HadoopFS
+from corpusmill.config import ConfigError
 from jobs.console import progress_safe_print
+from jobs.fs import HadoopFS
 from jobs.report.render import number
 from jobs.report.svg import histogram
-from jobs.stage import OVER_LIMIT, Stage, Transformed, over_limit_as_errors
+from jobs.stage import OVER_LIMIT, Stage, Transformed
 from jobs.transforms.components import (Checkpointer, attach_group_min, connected_components, fits_broadcast,
                                        join_hot_safe)
 from jobs.transforms.dedup_index import INDEX, INDEX_META, EarlierIndex, open_index
-from udfs.common.config import ConfigError
 from udfs.dedup.clusters import bucket_stars, first_of_groups, survivors
 from udfs.dedup.minhash import DedupConfig, describe_bands, estimated_jaccard, jaccard, shingles, signature_batch
 
@@ -155,7 +155,7 @@ class DedupStage(Stage):
     def chunk_step(self, docs: DataFrame) -> DataFrame:
         """Signatures of the documents with an id and a text within ``io.max_text_chars`` (the others
         are errors), every copy of an id included: copies may be in different chunks."""
-        return self.signatures(docs.where(F.col("id").isNotNull() & self.too_long().isNull()))
+        return self.signatures(docs.where(F.col("id").isNotNull() & F.col(OVER_LIMIT).isNull()))
 
     def one_per_id(self, sigs: DataFrame) -> DataFrame:
         """One signature row per id: of several sharing it, the first copy (``copy_order``'s, among
@@ -170,7 +170,7 @@ class DedupStage(Stage):
         """The order of the rows sharing an id: texts within the limit first, then the survivor order,
         the text, and the whole row, so the copy kept is the same on every run."""
         hashable = [c for c in docs.columns if not isinstance(docs.schema[c].dataType, T.MapType)]
-        return Window.partitionBy("id").orderBy(self.too_long().isNotNull(), self.rank(), F.xxhash64("text"),
+        return Window.partitionBy("id").orderBy(F.col(OVER_LIMIT).isNotNull(), self.rank(), F.xxhash64("text"),
                                                 F.xxhash64(*hashable))
 
     # -- fuzzy candidates and verification -----------------------------------------------------
@@ -225,7 +225,7 @@ class DedupStage(Stage):
         """(id, value = text) of the documents ``keys`` lists by (id, text key): the text of the copy
         whose signature stands for the id (copies of one text: any one). Only those texts leave the scan
         of the documents."""
-        texts = docs.where(self.too_long().isNull()).select("id", F.xxhash64("text").alias(TEXT_KEY),
+        texts = docs.where(F.col(OVER_LIMIT).isNull()).select("id", F.xxhash64("text").alias(TEXT_KEY),
                                                             F.col("text").alias("value"))
         texts = texts.join(keys, ["id", TEXT_KEY], "left_semi")
         # Only rows sharing an id can match one key twice; deduplicating sorts every text it passes.
@@ -436,12 +436,10 @@ class DedupStage(Stage):
                    .withColumns({name: F.when(F.col("_repeat"), value).otherwise(F.col(name))
                                  for name, value in repeats.items()})
                    .drop("_repeat"))
-        # Rows without an id cannot be deduplicated or joined back, nor texts over the limit be
-        # compared: report them as errors.
-        rows_out = over_limit_as_errors(
-            out.withColumn("_outcome", F.coalesce("_outcome", F.lit("error")))
-            .withColumn("error", F.when(F.col("id").isNull(), F.lit("missing id")))
-            .withColumn(OVER_LIMIT, self.too_long()))
+        # Rows without an id cannot be deduplicated or joined back: errors (as are texts over the limit,
+        # which have no signature either: the runner names them).
+        rows_out = (out.withColumn("_outcome", F.coalesce("_outcome", F.lit("error")))
+                    .withColumn("error", F.when(F.col("id").isNull(), F.lit("missing id"))))
         kept_keys = decisions.where(F.col("_outcome") == "kept").select("id").join(sigs, "id")
         return Transformed(rows_out, {**figures, "index": kept_keys})
 

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from typing import Iterator, List
-from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from jobs.stage import OVER_LIMIT, Stage, Transformed, bookkeeping_fields, over_limit_as_errors
+from corpusmill.storage import open_uri
+from jobs.fs import HadoopFS
+from jobs.stage import Stage, Transformed, bookkeeping_fields
 from udfs.extract.warc import ExtractConfig, WarcDocumentReader
 
 EXTRACT_SCHEMA = pa.schema([
@@ -24,17 +25,6 @@ EXTRACT_SCHEMA = pa.schema([
 ])
 # Rows per Arrow batch handed back to the JVM: bounds Python worker memory independent of file size.
 BATCH_ROWS = 256
-
-
-def open_uri(uri: str):
-    """A streaming binary reader for a local path or any URI pyarrow's filesystems understand."""
-    parts = urlsplit(uri)
-    if parts.scheme in ("", "file"):
-        return open(unquote(parts.path) if parts.scheme else uri, "rb")
-    from pyarrow import fs
-
-    filesystem, path = fs.FileSystem.from_uri(uri.replace("s3a://", "s3://", 1))
-    return filesystem.open_input_stream(path)
 
 
 class ExtractStage(Stage):
@@ -65,12 +55,13 @@ class ExtractStage(Stage):
 
     def transform(self, files: DataFrame, resources: ExitStack) -> Transformed:
         reader = WarcDocumentReader(self.settings, self.sample_fraction)
+        s3_options = HadoopFS(self.spark).s3_options()  # the store settings Spark's writes use
 
         def extract_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for batch in batches:
                 for path in batch.column("path").to_pylist():
                     rows = []
-                    for row in reader.read(path, lambda: open_uri(path)):
+                    for row in reader.read(path, lambda: open_uri(path, s3_options)):
                         rows.append(row)
                         if len(rows) >= BATCH_ROWS:
                             yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_SCHEMA)
@@ -78,10 +69,7 @@ class ExtractStage(Stage):
                     if rows:
                         yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_SCHEMA)
 
-        rows = files.mapInArrow(extract_files, from_arrow_schema(EXTRACT_SCHEMA))
-        # The stages after it take no text over the limit: a longer one is an error here already.
-        over = F.when(F.col("_outcome") == "kept", self.too_long())
-        return Transformed(over_limit_as_errors(rows.withColumn(OVER_LIMIT, over)))
+        return Transformed(files.mapInArrow(extract_files, from_arrow_schema(EXTRACT_SCHEMA)))
 
 
 if __name__ == "__main__":

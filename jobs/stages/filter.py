@@ -64,6 +64,7 @@ class FilterStage(Stage):
     required_columns = ("text",)
     # The text's length as filtered (a later stage may change the text).
     text_length_column = "n_chars"
+    makes_over_limit_errors = True  # before the perplexity cut-offs, which read the kept rows
 
     @classmethod
     def report_facts(cls, read, stats: dict) -> dict:
@@ -93,8 +94,7 @@ class FilterStage(Stage):
         return "<h2>Rejections per rule</h2>" + "".join(parts) if parts else ""
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
-        docs = self.hold_back_long_texts(
-            docs.drop(*[c for c in FILTER_FIELDS.names + ["ppl_bucket"] if c in docs.columns]))
+        docs = docs.drop(*[c for c in FILTER_FIELDS.names + ["ppl_bucket"] if c in docs.columns])
         settings = self.settings
         out_fields = FILTER_FIELDS
 

@@ -9,7 +9,7 @@ the shards for a rank.
 
 Each Spark task writes its shard(s) with ``mindspore.mindrecord.FileWriter`` into a scratch folder on
 its executor (``mindrecord.scratch_dir``), then uploads the ``.mindrecord`` and ``.mindrecord.db``
-files into the stage's temporary folder with ``pyarrow.fs`` (``udfs.common.remote.upload_files``), so
+files into the stage's temporary folder with ``pyarrow.fs`` (``corpusmill.storage.upload_files``), so
 ``--output`` may be any URI both Spark and pyarrow reach: a local or mounted path, ``file://``,
 ``hdfs://`` (libhdfs on the nodes), ``s3://``/``s3a://`` (endpoint and keys from the
 ``spark.hadoop.fs.s3a.*`` settings or the AWS environment), ``gs://``, ``abfs://``. The runner then
@@ -41,14 +41,14 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from corpusmill.config import ConfigError
+from corpusmill.storage import check_reachable, is_remote, scratch_root, upload_files
+from jobs.buckets import one_task_per_bucket
 from jobs.fs import HadoopFS
 from jobs.stage import OVER_LIMIT, TEXT_TOO_LONG, Stage, Transformed
-from jobs.stages.mix import one_task_per_bucket
-from udfs.common.config import ConfigError
-from udfs.common.remote import check_reachable, is_remote, scratch_root, upload_files
-from udfs.mindrecord.records import (COPY_SUFFIX, DOCUMENT_SCHEMA, MANIFEST, MISSING_SCORE, SEQUENCE_FIELDS,
-                                     MindRecordConfig, balance_plan, check_compatible, manifest_stages, mindrecord_rows,
-                                     sequence_schema, shard_name)
+from udfs.mindrecord.manifest import MANIFEST, check_compatible, manifest_stages
+from udfs.mindrecord.records import (COPY_SUFFIX, DOCUMENT_SCHEMA, MISSING_SCORE, SEQUENCE_FIELDS, MindRecordConfig,
+                                     balance_plan, mindrecord_rows, sequence_schema, shard_name)
 
 # The most moved rows looked up by key in a broadcast table (a few MB); a run that moves more (a bucket
 # far fuller than the rest) numbers its whole rows.
@@ -176,6 +176,7 @@ class MindRecordStage(Stage):
     reads = ("mix.buckets", "pack.seq_len")
     required_columns = ("bucket",)  # from the mix stage
     counts_its_input = True  # summarize()
+    makes_over_limit_errors = True  # in the writing tasks
 
     @staticmethod
     def report_cards(stats: dict) -> list:
@@ -225,7 +226,8 @@ class MindRecordStage(Stage):
             seq_len = summary.longest if summary.longest is not None else self.cfg.pack.seq_len
             return Transformed(rows, self.shard_facts("sequences", seq_len, sequence_schema(seq_len), summary))
         # A document is written whole: one over the limit is counted as an error, never sent to a worker.
-        docs = self.hold_back_long_texts(docs) if "text" in docs.columns else docs.withColumn(OVER_LIMIT, F.lit(None))
+        if OVER_LIMIT not in docs.columns:  # no text: nothing was held back
+            docs = docs.withColumn(OVER_LIMIT, F.lit(None))
         columns = {c: (F.col(c) if c in docs.columns else F.lit(None)) for c in (*DOCUMENT_SCHEMA, "sample_id")}
         rows = docs.select(F.col("bucket"), F.col(OVER_LIMIT).cast("long").alias(OVER_LIMIT), *[
             F.coalesce(columns["id"].cast("string"), F.lit("")).alias("id"),

@@ -37,11 +37,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from corpusmill.config import ConfigError
+from corpusmill.storage import check_reachable, scratch_root, upload_files
+from jobs.buckets import copy_bucket, one_task_per_bucket
 from jobs.fs import HadoopFS
-from jobs.stages.mix import copy_bucket, one_task_per_bucket
 from jobs.stage import BOOKKEEPING_COLUMNS, OVER_LIMIT, TEXT_TOO_LONG, Stage, Transformed, bookkeeping_fields
-from udfs.common.config import ConfigError
-from udfs.common.remote import check_reachable, scratch_root, upload_files
 from udfs.pack.packing import PackConfig, PackedSequence, SequencePacker
 from udfs.pack.tokenizer import cached_tokenizer
 
@@ -142,6 +142,7 @@ class PackStage(Stage):
     reads = ("mix.buckets",)
     required_columns = ("text",)
     partition_columns = ("bucket",)
+    makes_over_limit_errors = True  # in the packing tasks, which write kept/ themselves
 
     @staticmethod
     def report_cards(stats: dict) -> list:
@@ -162,7 +163,7 @@ class PackStage(Stage):
         sample_id = F.col("sample_id") if "sample_id" in docs.columns else F.col("id")
         domain = F.col("domain") if "domain" in docs.columns else F.lit("")
         epoch = F.coalesce(F.col("epoch"), F.lit(0)) if "epoch" in docs.columns else F.lit(0)
-        rows = self.hold_back_long_texts(docs).select(
+        rows = docs.select(
             F.col("id").alias("doc_id"), sample_id.alias("sample_id"), F.coalesce(domain, F.lit("")).alias("domain"),
             epoch.cast("int").alias("epoch"), F.col("text"), F.col(OVER_LIMIT))
         # One task per bucket; within it the rows in an order fixed by a hash of the sample id.

@@ -25,8 +25,8 @@ from pyspark.sql import functions as F
 from jobs.fs import HadoopFS
 from jobs.report.svg import bar_chart
 from jobs.transforms.scrub import scrubbed
-from jobs.stage import Stage, Transformed, over_limit_as_errors
-from udfs.pii.scrub import PiiConfig
+from jobs.stage import Stage, Transformed
+from udfs.pii.scrub import PiiConfig, build_scrubber_in_background
 
 
 _ENTRY = "struct<column:string,type:string,n:bigint>"
@@ -69,6 +69,12 @@ class PiiStage(Stage):
     required_columns = ("text",)
 
     @classmethod
+    def prepare(cls, cfg, planned) -> None:
+        # Built whatever is planned: the run report and filter's spot-check samples are scrubbed in the
+        # driver too, and Presidio's import is slow.
+        build_scrubber_in_background(cfg.pii)
+
+    @classmethod
     def report_facts(cls, read, stats: dict) -> dict:
         counts, missing = {}, []
         for key, column in (("pii_replaced", "pii"), ("url_pii_replaced", "url_pii")):
@@ -92,7 +98,7 @@ class PiiStage(Stage):
         return "<h2>PII replaced, per type</h2>" + "".join(charts) if charts else ""
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
-        return Transformed(over_limit_as_errors(scrubbed(self.hold_back_long_texts(docs), self.settings)))
+        return Transformed(scrubbed(docs, self.settings))
 
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         """Values replaced per type (in the text and in the URL), and how many kept documents had any."""

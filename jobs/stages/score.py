@@ -27,13 +27,15 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 
+from corpusmill.config import ConfigError
+from corpusmill.run_folder import MARKER, OUTCOMES
 from jobs.fs import HadoopFS
 from jobs.report.render import number
 from jobs.report.svg import KEPT_COLOUR, REJECTED_COLOUR, histogram
-from jobs.stage import MARKER, OUTCOMES, OVER_LIMIT, Stage, Transformed, drop_bookkeeping, over_limit_as_errors
-from scoring_service.artifacts import MODEL_JSON, read_info, served_file
-from udfs.common.config import ConfigError
-from udfs.score.scoring import ScoreConfig, local_service, score_texts, worker_client, worker_scorer
+from jobs.stage import OVER_LIMIT, Stage, Transformed, drop_bookkeeping
+from scoring_service.model.artifacts import MODEL_JSON, read_info, served_file
+from udfs.score.scoring import (ScoreConfig, launch_local_service, local_service, score_texts, worker_client,
+                                worker_scorer)
 
 SCORE = "quality_score"
 REJECT_RULE = "quality_score"
@@ -47,6 +49,11 @@ class ScoreStage(Stage):
     order = 60
     chunked = True
     required_columns = ("text",)
+
+    @classmethod
+    def prepare(cls, cfg, planned) -> None:
+        if planned[:1] == [cls.name]:  # its start-up beside the JVM's; a later stage's comes in time
+            launch_local_service(cfg.score, cfg.spark.master)
     _local_url: Optional[str] = None  # the loopback service this stage started, while it runs
 
     @classmethod
@@ -108,7 +115,6 @@ class ScoreStage(Stage):
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
         settings = self.settings
-        docs = self.hold_back_long_texts(docs)
         reuse = settings.reuse_scores and SCORE in docs.columns
         # Re-thresholding a scored dataset needs neither the model nor the service.
         to_score = not reuse or docs.where(F.col(SCORE).isNull()).limit(1).count() > 0
@@ -150,7 +156,7 @@ class ScoreStage(Stage):
                 .withColumn("reject_rule", F.when(F.col("_outcome") == "rejected", F.lit(REJECT_RULE)))
                 .withColumn("reject_value", F.when(F.col("_outcome") == "rejected", value.cast("double")))
                 .withColumn("error", F.when(F.col("_outcome") == "error", F.lit(SCORE_UNAVAILABLE))))
-        return Transformed(over_limit_as_errors(rows), {"threshold": threshold, "model": {k: model.get(k) for k in ("name", "version")}})
+        return Transformed(rows, {"threshold": threshold, "model": {k: model.get(k) for k in ("name", "version")}})
 
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         fs = HadoopFS(self.spark)

@@ -15,10 +15,10 @@ from typing import Dict
 
 from pyspark.sql import types as T
 
+from corpusmill.config import ConfigError
+from corpusmill.run_folder import MARKER
 from jobs.fs import HadoopFS
 from jobs.runner import read_marker
-from jobs.stage import MARKER
-from udfs.common.config import ConfigError
 from udfs.dedup.minhash import DedupConfig
 
 INDEX = "_index"              # the signature index's folder inside <run>/dedup/

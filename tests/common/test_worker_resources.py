@@ -53,3 +53,31 @@ def test_release_closes_what_it_held_and_the_next_caller_makes_it_again():
     assert first.closed
     second = worker.worker_resource("test.client", "k", Client)
     assert second is not first and not second.closed
+
+
+def held_per_process(tmp_path):
+    """What per-record code keeps per worker beside the models above: a walker, tables and word lists."""
+    from udfs.extract import html, main_content, text, url_filter
+    from udfs.filter import badwords, langid, quality
+
+    words = tmp_path / "words.txt"
+    words.write_text("badword\n", encoding="utf-8")
+    return {
+        "page walker": main_content.page_walker,
+        "invisible characters table": text._dropped_table,
+        "block model": html.block_model,
+        "URL lists": lambda: url_filter._lists(((), (str(words),), (), ())),
+        "bad words": lambda: badwords._compiled(str(words), "en"),
+        "fastText line table": langid._fasttext_line,
+        "quality signals": quality._compiled_signals,
+    }
+
+
+def test_release_makes_every_worker_table_and_list_again(tmp_path):
+    for name, get in held_per_process(tmp_path).items():
+        first = get()
+        assert get() is first, name
+        worker.release()
+        again = get()
+        assert again is not first, name
+        assert type(again) is type(first), name

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from corpusmill.config import ConfigError
 from jobs import config, registry
 from jobs.pipeline import run_pipeline, stage_fingerprint
-from udfs.common.config import ConfigError
 from udfs.decontam.ngram_index import DecontamConfig, NgramIndex, Tokens, files_fingerprint, match, normalize
 
 PASSAGE = ("The Amazon rainforest covers much of the Amazon basin of South America. This basin encompasses "

@@ -8,12 +8,13 @@ import pytest
 from pyspark.sql import functions as F
 
 from conftest import shared
-from dedup_corpus import (edit_chars, edit_words, expected_removed, peoples_daily_paragraphs, similar_pairs,
-                          wiki_paragraphs, with_boilerplate)
+from tools.fixtures.dedup_corpus import (edit_chars, edit_words, expected_removed, peoples_daily_paragraphs,
+                                         similar_pairs, wiki_paragraphs, with_boilerplate)
 from jobs import config
 from jobs.stages.dedup import DedupStage
 from jobs.transforms.components import Checkpointer, attach_group_min, connected_components, join_hot_safe
 from jobs.pipeline import run_pipeline
+from jobs.runner import transformed
 
 DECISION = ["id", "cluster_id", "survivor_id", "reject_rule", "_outcome"]
 
@@ -200,9 +201,9 @@ def test_same_result_for_any_partitioning_run_and_join(spark, planted, partition
     clustered on the driver or by rounds (more verified pairs than broadcast_rows), the components."""
     docs = spark.read.parquet(planted["input"]).repartition(partitions)
     cfg = config.load(overrides={"dedup": {"broadcast_rows": broadcast_rows}})
-    transformed = DedupStage(spark, cfg).transform(docs, ExitStack())
-    assert sorted(map(tuple, transformed.rows.select(*DECISION).collect())) == planted["decisions"]
-    assert (transformed.facts["cc_rounds"] >= 1) == (broadcast_rows < planted["stats"]["verified_pairs"])
+    out = transformed(DedupStage(spark, cfg), docs, ExitStack())
+    assert sorted(map(tuple, out.rows.select(*DECISION).collect())) == planted["decisions"]
+    assert (out.facts["cc_rounds"] >= 1) == (broadcast_rows < planted["stats"]["verified_pairs"])
 
 
 # ---------------------------------------------------------------- hot buckets
@@ -246,14 +247,14 @@ def test_switches_and_verification_modes(spark, settings, expected, broadcast_ro
     rows = [("a0", a), ("a1-near", edit_words(a, 0.01, rng, b.split())), ("a2-copy", a.upper()),
             ("b0", b), ("b1-far", edit_words(b, 0.3, rng, a.split())), ("c0", "A short text.")]
     cfg = config.load(overrides={"dedup": {**settings, "broadcast_rows": broadcast_rows}})
-    out = DedupStage(spark, cfg).transform(spark.createDataFrame(rows, "id string, text string"), ExitStack()).rows
+    out = transformed(DedupStage(spark, cfg), spark.createDataFrame(rows, "id string, text string"), ExitStack()).rows
     rejected = {r["id"]: (r["reject_rule"], r["survivor_id"]) for r in out.where("_outcome = 'rejected'").collect()}
     assert rejected == {i: (rule, "a0") for i, rule in expected.items()}
 
 
 # ---------------------------------------------------------------- on the driver and in Spark
 
-def mixed_corpus(id_type):
+def mixed_corpus():
     """Real paragraphs with exact and near copies, two empty texts (no shingles), repeated ids, and a
     survivor column with nulls, NaN and ties; string ids in an order unlike their numeric one."""
     rng = random.Random(5)
@@ -267,10 +268,7 @@ def mixed_corpus(id_type):
         if i % 4 == 0:
             texts.append(edit_words(paragraph, 0.01, rng, vocabulary))
     texts += ["", " "]
-    if id_type == "string":
-        ids = [f"{'zé中'[i % 3]}{i}" for i in range(len(texts))]
-    else:
-        ids = rng.sample(range(-10**12, 10**12), len(texts))
+    ids = [f"{'zé中'[i % 3]}{i}" for i in range(len(texts))]
     scores = [rng.choice([None, math.nan, 0.5, 0.5, 1.0, -1.0]) for _ in texts]
     rows = list(zip(ids, texts, scores))
     # The same record read twice, and another text under an id already used.
@@ -278,23 +276,22 @@ def mixed_corpus(id_type):
     return rows
 
 
-@pytest.mark.parametrize("id_type, settings", [
-    ("string", {}),
-    ("long", {"survivor_order": ["-q"]}),
-    ("string", {"survivor_order": ["-q"]}),
-    ("string", {"survivor_order": ["q"], "verify": "signature"}),
-    ("string", {"exact": False, "verify": "none"}),
-    ("string", {"fuzzy": False, "survivor_order": ["-q"]}),
+@pytest.mark.parametrize("settings", [
+    {},
+    {"survivor_order": ["-q"]},
+    {"survivor_order": ["q"], "verify": "signature"},
+    {"exact": False, "verify": "none"},
+    {"fuzzy": False, "survivor_order": ["-q"]},
 ])
-def test_clustering_on_the_driver_decides_as_the_spark_steps(spark, id_type, settings):
-    docs = spark.createDataFrame(mixed_corpus(id_type), f"id {id_type}, text string, q double").repartition(3)
+def test_clustering_on_the_driver_decides_as_the_spark_steps(spark, settings):
+    docs = spark.createDataFrame(mixed_corpus(), "id string, text string, q double").repartition(3)
     results = {}
     for broadcast_rows in (500_000, 0):
         cfg = config.load(overrides={"dedup": {**settings, "broadcast_rows": broadcast_rows}})
-        transformed = DedupStage(spark, cfg).transform(docs, ExitStack())
-        facts = {k: v for k, v in transformed.facts.items() if k not in ("index", "clustered_on", "cc_rounds")}
-        results[transformed.facts["clustered_on"]] = (
-            sorted(map(tuple, transformed.rows.select(*DECISION).collect()), key=repr), facts)
+        out = transformed(DedupStage(spark, cfg), docs, ExitStack())
+        facts = {k: v for k, v in out.facts.items() if k not in ("index", "clustered_on", "cc_rounds")}
+        results[out.facts["clustered_on"]] = (
+            sorted(map(tuple, out.rows.select(*DECISION).collect()), key=repr), facts)
     assert set(results) == {"driver", "spark"}
     assert results["driver"] == results["spark"]
     rules = {r[3] for r in results["driver"][0]}

@@ -8,13 +8,13 @@ import shutil
 import pytest
 
 from conftest import shared
-from dedup_corpus import (edit_chars, edit_words, peoples_daily_paragraphs, similar_pairs, wiki_paragraphs,
-                          with_boilerplate)
+from corpusmill.config import ConfigError
 from jobs import config
+from jobs.pipeline import run_pipeline
 from jobs.stages.dedup import EARLIER_RULE, DedupStage
 from jobs.transforms.dedup_index import INDEX
-from jobs.pipeline import run_pipeline
-from udfs.common.config import ConfigError
+from tools.fixtures.dedup_corpus import (edit_chars, edit_words, peoples_daily_paragraphs, similar_pairs,
+                                         wiki_paragraphs, with_boilerplate)
 
 PLANTED_ACROSS = {  # B's documents that duplicate one A keeps: id -> the A document
     "b-xa-en002-copy": "a-en002", "b-xa-en004-copy": "a-en004", "b-xa-zh001-copy": "a-zh001",

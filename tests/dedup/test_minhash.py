@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from conftest import shared
-from dedup_corpus import edit_words, jaccard as set_jaccard, shingle_set
-from udfs.common.config import ConfigError, build
+from corpusmill.config import ConfigError, build
+from tools.fixtures.dedup_corpus import edit_words, jaccard as set_jaccard, shingle_set
 from udfs.dedup.minhash import (DedupConfig, choose_bands, describe_bands, estimated_jaccard, exact_hash, jaccard,
                                 minhash, normalize, permutations, s_curve, shingles, signature_batch)
 

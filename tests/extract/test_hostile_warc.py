@@ -13,7 +13,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from conftest import ROOT, shared
-from hostile_warc import GiB, HOSTILE, MiB, write_all_hostile, write_hostile
+from tools.fixtures.hostile_warc import GiB, HOSTILE, MiB, write_all_hostile, write_hostile
 from jobs import config
 from jobs.pipeline import run_pipeline
 from udfs.extract.warc import ExtractConfig, WarcDocumentReader

@@ -17,15 +17,15 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from conftest import shared
+from corpusmill.config import ConfigError
 from jobs import config, registry
 from jobs.pipeline import run_pipeline, stage_fingerprint
-from udfs.filter._badwords import TextMatcher, word_char
 from udfs.common.word_lists import WordSequenceMatcher, read_word_list, word_sequences
-from udfs.filter.badwords import UNSPACED_LANGUAGES, BadWords, shipped_lists
-from udfs.common.config import ConfigError
-from udfs.filter.rules import DocumentFilter
 from udfs.extract.url_filter import UrlFilter, UrlFilterConfig
 from udfs.extract.warc import WarcDocumentReader
+from udfs.filter._badwords import TextMatcher, word_char
+from udfs.filter.badwords import UNSPACED_LANGUAGES, BadWords, shipped_lists
+from udfs.filter.rules import DocumentFilter
 
 PAGE = (b"<html><body><article><p>The committee met on Tuesday to discuss the new library budget, "
         b"which covers books, staff and the reading rooms for the coming year.</p></article></body></html>")

@@ -5,11 +5,11 @@ import random
 import pytest
 import regex
 
+from corpusmill.config import ConfigError, build
 from jobs import config
-from udfs.common.config import ConfigError, build
-from udfs.filter.rules import DocumentFilter, FilterConfig, LanguageConfig
 from udfs.filter.langid import UNDETERMINED, LanguageIdentifier, default_model_path
 from udfs.filter.quality import compute_signals, count_sentences
+from udfs.filter.rules import DocumentFilter, FilterConfig, LanguageConfig
 
 
 def test_words_sentences_and_ratios_of_a_simple_line():

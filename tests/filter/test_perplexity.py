@@ -12,9 +12,9 @@ import pytest
 from pyspark.sql import functions as F
 
 from conftest import shared
+from corpusmill.config import ConfigError, build
 from jobs.transforms.perplexity import with_perplexity, with_ppl_bucket
 from tools.ngram_lm_train import estimate, main, paragraphs_of_file
-from udfs.common.config import ConfigError, build
 from udfs.filter.ngram_lm import (BOS, EOS, UNK, KenLMModel, NgramModel, load_model, read_arpa, tokenize, tokenize_all,
                                   tokenize_lines, tokenize_reference, write_arpa)
 from udfs.filter.perplexity import MODELS_DIR, SHIPPED, PerplexityConfig, PerplexityScorer, scored_part

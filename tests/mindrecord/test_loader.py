@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT
-from corpus_docs import book_parts, forum_threads, news_articles, web_pages
+from tools.fixtures.corpus_docs import book_parts, forum_threads, news_articles, web_pages
 from jobs import config
 from jobs.pipeline import run_pipeline
 from jobs.config import PipelineConfig

@@ -13,8 +13,10 @@ import pyarrow.fs as pafs
 import pytest
 
 from s3_server import s3_server, storage_options
-from udfs.common.config import ConfigError
-from udfs.mindrecord.records import check_compatible, shard_name, stage_shard_files
+from corpusmill.config import ConfigError
+from loader.shards import stage_shard_files
+from udfs.mindrecord.manifest import check_compatible
+from udfs.mindrecord.records import shard_name
 
 
 def shard_files(path, cache_dir=None, options=None):

@@ -15,9 +15,10 @@ import pytest
 
 from conftest import ROOT
 from s3_server import s3_server, spark_s3_conf, storage_options
-from udfs.common.config import ConfigError
-from udfs.common.remote import check_reachable, file_system, s3_options_from_hadoop, upload_files
-from udfs.mindrecord.records import balance_plan, download_shards, sequence_schema, shard_name
+from corpusmill.config import ConfigError
+from corpusmill.storage import check_reachable, file_system, open_uri, s3_options_from_hadoop, upload_files
+from loader.shards import download_shards
+from udfs.mindrecord.records import balance_plan, sequence_schema, shard_name
 
 SAMPLE = str(ROOT / "data" / "sample")
 SEQ_LEN = 8
@@ -55,6 +56,9 @@ def test_s3_options_come_from_the_s3a_settings():
     bare = {"fs.s3a.endpoint": "minio.internal:9000", "fs.s3a.connection.ssl.enabled": "false"}
     assert s3_options_from_hadoop(bare.get) == {"endpoint_override": "minio.internal:9000", "scheme": "http"}
     assert s3_options_from_hadoop({}.get) == {}  # pyarrow's AWS environment decides
+    temporary = {"fs.s3a.session.token": "t", "fs.s3a.endpoint.region": "eu-west-1",
+                 "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"}
+    assert s3_options_from_hadoop(temporary.get) == {"session_token": "t", "region": "eu-west-1", "anonymous": True}
 
 
 def test_file_system_of_each_uri_form(tmp_path):
@@ -112,6 +116,9 @@ def test_shards_go_up_to_s3_and_the_loader_fetches_them_back(tmp_path):
         s3, _ = file_system("s3://corpus", options)
         listed = {i.path.rsplit("/", 1)[-1]: i.size for i in s3.get_file_info(pafs.FileSelector("corpus/run/mindrecord"))}
         assert listed == {os.path.basename(f): os.path.getsize(f) for f in files}
+        shard = os.path.basename(files[0])
+        with open_uri(f"s3a://corpus/run/mindrecord/{shard}", options) as stream:  # as extract reads its input
+            assert stream.read() == open(files[0], "rb").read()
 
         # Not finished (no completion marker): refused, nothing downloaded.
         with pytest.raises(FileNotFoundError, match="not a finished mindrecord stage"):

@@ -7,12 +7,13 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from corpus_docs import all_domains, news_articles, wiki_articles
+from corpusmill.config import ConfigError
 from jobs import config
-from udfs.common.config import ConfigError
-from jobs.stages.mix import DOWNSAMPLED, MixStage, one_task_per_bucket
+from jobs.buckets import one_task_per_bucket
 from jobs.config import PipelineConfig
 from jobs.runner import run_stage
+from jobs.stages.mix import DOWNSAMPLED, MixStage
+from tools.fixtures.corpus_docs import all_domains, news_articles, wiki_articles
 from udfs.mix.mixture import (DomainConfig, DomainRules, MixConfig, copies_of, effective_tokens, estimate_tokens,
                               plan_mixture)
 from udfs.pack.tokenizer import TokenizerConfig, cached_tokenizer

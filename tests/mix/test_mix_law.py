@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jobs.mixing_law import main
+from jobs.mixing_law_command import main
 from udfs.mix.mixing_law import MixingLaw, fit_law, optimal_mixture
 
 DOMAINS = ["web", "wiki", "code", "books"]

@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from conftest import ROOT, shared
-from corpus_docs import all_domains, book_parts, forum_threads, news_articles, web_pages, wiki_articles
+from corpusmill.config import ConfigError
 from jobs import config
-from udfs.common.config import ConfigError
-from jobs.pipeline import run_pipeline
 from jobs.config import PipelineConfig
+from jobs.pipeline import run_pipeline
 from jobs.stages.pack import KEPT_SCHEMA, BucketFiles, pyarrow_codec
+from tools.fixtures.corpus_docs import all_domains, book_parts, forum_threads, news_articles, web_pages, wiki_articles
 from udfs.pack.packing import (BestFitPacker, Document, PackConfig, Piece, SequencePacker, assemble,
                                loss_mask_from_segments, position_ids_from_segments, split_document, text_boundaries,
                                token_cuts)

@@ -8,9 +8,9 @@ import pytest
 from stdnum import luhn
 
 from conftest import SHARED_DATA, shared
-from udfs.common.config import ConfigError, build
-from udfs.pii.scrub import PiiConfig, PiiScrubber, build_scrubber_in_background, scrubber_for
+from corpusmill.config import ConfigError, build
 from udfs.pii.recognizers import cn_ric_valid, cn_uscc_valid
+from udfs.pii.scrub import PiiConfig, PiiScrubber, build_scrubber_in_background, scrubber_for
 
 VECTORS = "pii/presidio-recognizer-tests/vectors.json"  # under ../shared/data
 # Presidio's test file → our type.

@@ -16,18 +16,30 @@ import pytest
 
 from conftest import ROOT
 
-PACKAGES = ("jobs", "udfs", "scoring_service", "loader", "tools")
-# Package -> the project packages it may import. The scoring service stands alone (its client is
-# what udfs/score/scoring.py calls); udfs and loader build on it at most; jobs builds on all of them; tools
-# (offline model building) may use the runtime code, but nothing shipped imports tools.
+PACKAGES = ("corpusmill", "jobs", "udfs", "scoring_service", "loader", "tools", "bench")
+# Package -> the project packages it may import. corpusmill (config, storage, the run folder) is the
+# kernel every other package builds on and imports none of them. The scoring service stands alone (its
+# client is what udfs/score/scoring.py calls); udfs and loader build on it at most; jobs builds on all
+# of them; tools (offline model building, the fixtures tests and benchmarks share) and bench are never
+# shipped: they may use the runtime code, nothing shipped imports them, and tools never imports bench.
 ALLOWED = {
-    "scoring_service": {"scoring_service"},
-    "udfs": {"udfs", "scoring_service"},
-    "loader": {"loader", "udfs"},
-    "jobs": {"jobs", "udfs", "scoring_service", "loader"},
-    "tools": {"tools", "udfs", "scoring_service"},
+    "corpusmill": {"corpusmill"},
+    "scoring_service": {"corpusmill", "scoring_service"},
+    "udfs": {"corpusmill", "udfs", "scoring_service"},
+    "loader": {"corpusmill", "loader", "udfs"},
+    "jobs": {"corpusmill", "jobs", "udfs", "scoring_service", "loader"},
+    "tools": {"corpusmill", "tools", "udfs", "scoring_service"},
+    "bench": {"corpusmill", "jobs", "udfs", "scoring_service", "loader", "tools", "bench"},
 }
-LEAVES = ("udfs.common.config",)  # import nothing of the project
+LEAVES = ("corpusmill.config", "corpusmill.run_folder")  # import nothing of the project
+# Within the scoring service: the model is what training, serving and the client share, and it
+# imports none of them; training, serving and the client do not import one another.
+SCORING_SERVICE_PARTS = {
+    "scoring_service.model": {"scoring_service.model"},
+    "scoring_service.training": {"scoring_service.model", "scoring_service.training"},
+    "scoring_service.serving": {"scoring_service.model", "scoring_service.serving"},
+    "scoring_service.client": {"scoring_service.model"},
+}
 
 
 def module_names() -> Dict[str, Path]:
@@ -64,7 +76,7 @@ GRAPH = {name: project_imports(path) - {name} for name, path in MODULES.items()}
 
 
 def test_every_package_is_read():
-    assert {"jobs.stage", "udfs.common.config", "scoring_service.server", "loader.dataset", "tools"} <= set(MODULES)
+    assert {"jobs.stage", "corpusmill.config", "scoring_service.serving", "loader.dataset", "tools"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -74,9 +86,30 @@ def test_layers_point_one_way(package):
     assert not wrong
 
 
+@pytest.mark.parametrize("part", sorted(SCORING_SERVICE_PARTS))
+def test_scoring_service_parts_point_one_way(part):
+    wrong = {f"{module} imports {target}" for module, targets in GRAPH.items()
+             if module == part or module.startswith(part + ".")
+             for target in targets if target.startswith("scoring_service.")
+             and ".".join(target.split(".")[:2]) not in SCORING_SERVICE_PARTS[part]}
+    assert not wrong
+
+
 @pytest.mark.parametrize("leaf", LEAVES)
-def test_config_plumbing_is_a_leaf(leaf):
+def test_leaves_import_nothing_of_the_project(leaf):
     assert GRAPH[leaf] == set()
+
+
+def test_the_kernel_imports_no_engine():
+    """corpusmill serves the loader and the scoring service too, which run without Spark or MindSpore."""
+    engines = ("pyspark", "mindspore", "py4j")
+    found = {f"{module} imports {alias.name if isinstance(node, ast.Import) else node.module}"
+             for module, path in MODULES.items() if module.split(".")[0] == "corpusmill"
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, (ast.Import, ast.ImportFrom))
+             for alias in node.names
+             if (alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0] in engines}
+    assert not found
 
 
 def cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
@@ -124,7 +157,11 @@ def test_the_import_graph_has_no_cycle():
     assert cycles(graph) == []
 
 
-@pytest.mark.parametrize("module", sorted(MODULES))
+# Runs in the benchmarks' own venv, beside the competitor it measures (datatrove), never in the project's.
+BENCH_VENV_ONLY = {"bench.quality.dedup_datatrove"}
+
+
+@pytest.mark.parametrize("module", sorted(set(MODULES) - BENCH_VENV_ONLY))
 def test_every_module_imports(module):
     importlib.import_module(module)
 

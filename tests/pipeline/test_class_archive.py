@@ -1,6 +1,7 @@
-"""The JVM's class archive (jobs/spark.py, ClassArchive): written by a run's JVM as it exits and
-renamed only then, mapped by the runs after it (which mark it as used), written by one run at a time,
-others unused for a month deleted, and a damaged one deleted while the run goes on without it."""
+"""The JVM's class archive (jobs/spark.py, ClassArchive): written by the warm-up's JVM as it exits and
+renamed only then, never on a run's clock (a run that finds none starts the warm-up in the background),
+mapped by the runs after it (which mark it as used), written by one process at a time, others unused for
+a month deleted, and a damaged one deleted while the run goes on without it."""
 import os
 import subprocess
 import sys
@@ -11,12 +12,14 @@ import pytest
 from conftest import ROOT
 from jobs.spark import ClassArchive
 
-# A run in its own process (the archive is written when its JVM exits): the JVM's options, then a count.
+# A session in its own process that writes the archive when its JVM exits, as the warm-up's does: the
+# JVM's options, then a count.
 RUN = """
 import sys
 from jobs.config import load
 from jobs.spark import get_session
-spark = get_session(load(overrides={"spark": {"master": "local[1]", "class_archive_dir": sys.argv[1]}}).spark)
+spark = get_session(load(overrides={"spark": {"master": "local[1]", "class_archive_dir": sys.argv[1]}}).spark,
+                    write_class_archive=True)
 jvm = spark.sparkContext._jvm
 print("options:", " ".join(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()))
 print("count:", spark.range(7).count())
@@ -74,14 +77,15 @@ def test_a_jvm_that_refuses_a_property_leaves_the_archive_alone(tmp_path):
     assert "class archive" not in result.stderr and archive.path.exists()
 
 
-def test_one_run_writes_at_a_time_and_a_killed_runs_claim_expires(tmp_path):
+def test_one_process_writes_at_a_time_and_a_killed_ones_claim_expires(tmp_path):
     archive = ClassArchive(str(tmp_path))
+    assert archive.jvm_options() == "" and archive.pending is None  # a run without an archive writes none
     claim = archive.path.with_name(f"{archive.path.name}.1.tmp")
     claim.touch()
-    assert ClassArchive(str(tmp_path)).jvm_options() == ""  # another run is writing it
+    assert ClassArchive(str(tmp_path)).jvm_options(write=True) == ""  # another process is writing it
     old = time.time() - ClassArchive.STALE_S - 60
     os.utime(claim, (old, old))
-    options = archive.jvm_options()
+    options = archive.jvm_options(write=True)
     assert not claim.exists() and archive.pending.exists()
     assert options == f"-XX:ArchiveClassesAtExit={archive.pending} -Xlog:cds*=off"
 
@@ -93,15 +97,28 @@ def warm_up(config, tmp):
 
 
 @pytest.mark.slow  # every stage on the bundled sample, in a JVM of its own
-def test_warm_up_writes_the_archive_once_by_a_run_of_every_stage(tmp_path):
+@pytest.mark.service  # the warm-up runs in a process of its own
+def test_a_run_without_an_archive_leaves_the_warm_up_to_the_background_which_writes_it_once(tmp_path):
     cache = tmp_path / "jvm"
     config = tmp_path / "warm.yaml"
     config.write_text(f"include: [{ROOT / 'conf' / 'local.yaml'}]\nspark:\n  class_archive_dir: {cache}\n")
-    first = warm_up(config, tmp_path)
-    assert first.returncode == 0, first.stderr[-3000:]
+    run = subprocess.run([sys.executable, "-m", "jobs.cli", "run", "--config", str(config), "--stages", "extract",
+                          "--input", str(ROOT / "data" / "sample"), "--output", str(tmp_path / "out")],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path)))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "keeping the JVM's classes" not in run.stderr and "class archive in the background" in run.stdout
+    deadline = time.time() + 600
+    while not list(cache.glob("spark-*.jsa")) and time.time() < deadline:
+        time.sleep(5)
+    log = (cache / "warm-up.log").read_text()
     archives = list(cache.glob("spark-*.jsa"))
-    assert len(archives) == 1 and archives[0].stat().st_size > 10 ** 6 and not list(cache.glob("*.tmp"))
-    assert "every stage on the sample WARCs" in first.stderr and "mindrecord:" in first.stdout
+    assert len(archives) == 1 and archives[0].stat().st_size > 10 ** 6, log[-3000:]
+    while list(cache.glob("*.tmp")) and time.time() < deadline:  # renamed before the warm-up exits
+        time.sleep(1)
+    assert "every stage on the sample WARCs" in log and "mindrecord:" in log
+    while list(tmp_path.glob("corpusmill-warm-up-*")) and time.time() < deadline:
+        time.sleep(1)
     assert not list(tmp_path.glob("corpusmill-warm-up-*"))  # its outputs went with its temporary folder
     written = archives[0].stat().st_mtime_ns
     again = warm_up(config, tmp_path)  # the archive is there: nothing runs

@@ -1,7 +1,7 @@
 """The pipeline on a real multi-process Spark cluster gives the same outputs as local mode.
 
 A standalone master and two workers (separate JVMs, one core each) run on 127.0.0.1 from the pip
-pyspark installation; the pipeline goes to them with ``spark-submit``, its code shipped as the README
+pyspark installation; the pipeline goes to them with ``spark-submit``, its code shipped as docs/operations.md
 says (``python -m jobs.package``, then ``--archives``), exactly as a user submits it. Identical
 outputs are the proof that nothing depends on driver-local state.
 """
@@ -100,7 +100,7 @@ def run_config(tmp_path_factory):
     path = tmp_path_factory.mktemp("conf") / "cluster.yaml"
     text = f"include: [{ROOT / 'conf' / 'local.yaml'}]\n"
     from scoring_service.client import LocalService
-    from scoring_service.model import DEFAULT_MODEL_DIR
+    from scoring_service.model.artifacts import DEFAULT_MODEL_DIR
 
     with LocalService(DEFAULT_MODEL_DIR) as url:
         path.write_text(text + f"score:\n  service_url: {url}\n")

@@ -1,11 +1,17 @@
 """Config loading: includes, validation errors as one line naming the key, one source of defaults."""
+import ast
 import dataclasses
+import inspect
+import textwrap
+import typing
+from typing import List
 
 import pytest
 
+import corpusmill.config
+from corpusmill.config import ConfigError, defaults_from_yaml, shipped_file
 from jobs import config
 from jobs.cli import main
-from udfs.common.config import ConfigError
 
 
 def write(tmp_path, name, text):
@@ -62,21 +68,95 @@ def test_cli_rejects_unknown_stage(capsys):
     assert "unknown stage 'polish'" in capsys.readouterr().err
 
 
-# ---------------------------------------------------------------- one source of defaults
+# ---------------------------------------------------------------- defaults written once, in the YAML
 
 SECTIONS = [f.name for f in dataclasses.fields(config.PipelineConfig)]
 
 
 @pytest.mark.parametrize("section", SECTIONS)
-def test_shipped_yaml_and_dataclass_defaults_agree(section):
+def test_pipeline_config_defaults_are_the_embedded_local_config(section):
     """``PipelineConfig()`` (a notebook, a test) behaves exactly as the CLI's conf/local.yaml."""
     assert getattr(config.load(), section) == getattr(config.PipelineConfig(), section)
 
 
-@pytest.mark.parametrize("section", [s for s in SECTIONS if dataclasses.is_dataclass(getattr(config.PipelineConfig(), s))])
-def test_the_shipped_yaml_names_every_key_of_every_section(section):
+def shipped_config_classes():
+    """(class, its place in the YAML) for each config class of a shipped section: the driver's and
+    the stages' sections and the sections inside them (``filter.perplexity``, ``pii.tiers.high``)."""
+    found = []
+
+    def walk(cls, where):
+        found.append((cls, where))
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if dataclasses.is_dataclass(hints[f.name]):
+                walk(hints[f.name], f"{where}.{f.name}")
+
+    for f in dataclasses.fields(config.PipelineConfig):
+        if dataclasses.is_dataclass(f.type):
+            walk(f.type, f.name)
+    return found
+
+
+SHIPPED_CONFIG_CLASSES = shipped_config_classes()
+IDS = [where for _, where in SHIPPED_CONFIG_CLASSES]
+
+
+@pytest.mark.parametrize("cls, where", SHIPPED_CONFIG_CLASSES, ids=IDS)
+def test_a_shipped_config_class_writes_no_default_in_python(cls, where):
+    """Each default is written once, in conf/ where its comment documents it: the class declares types only."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    assert [node.target.id for node in body if isinstance(node, ast.AnnAssign) and node.value is not None] == []
+
+
+@pytest.mark.parametrize("cls, where", SHIPPED_CONFIG_CLASSES, ids=IDS)
+def test_the_shipped_yaml_names_every_field(cls, where):
     """The YAML is where a user reads the settings: a stage's own file (else local.yaml) names every key."""
-    path = config.CONF_DIR / f"{section}.yaml"
-    shipped = config.read_yaml(path if path.exists() else config.DEFAULT_CONFIG)
-    declared = {f.name for f in dataclasses.fields(getattr(config.PipelineConfig(), section))}
-    assert set(shipped.get(section, {})) == declared
+    section, *path = where.split(".")
+    shipped = config.read_yaml(shipped_file(section))[section]
+    for key in path:
+        shipped = shipped[key]
+    assert set(shipped) == {f.name for f in dataclasses.fields(cls)}
+
+
+@pytest.fixture
+def toy_yaml(tmp_path, monkeypatch):
+    """Writes conf/toy.yaml of a conf/ folder standing in for the shipped one."""
+    monkeypatch.setattr(corpusmill.config, "CONF_DIR", tmp_path)
+    return lambda text: (tmp_path / "toy.yaml").write_text(text)
+
+
+def toy_config_class():
+    @dataclasses.dataclass(frozen=True)
+    @defaults_from_yaml("toy")
+    class ToyConfig:
+        ratio: float
+        names: List[str]
+    return ToyConfig
+
+
+def test_defaults_come_from_the_yaml_typed_and_never_shared(toy_yaml):
+    toy_yaml("toy: {ratio: 1, names: [a]}\n")
+    toy = toy_config_class()
+    assert toy() == toy(1.0, ["a"]) and isinstance(toy().ratio, float)
+    assert toy().names is not toy().names
+
+
+@pytest.mark.parametrize("text, message", [
+    ("toy: {ratio: 1}\n", "toy.yaml: toy.names: missing; it is the default of ToyConfig.names"),
+    ("toy: {ratio: 1, names: [], colour: red}\n", "toy.yaml: toy.colour: ToyConfig has no field colour"),
+    ("toy: {ratio: one, names: []}\n", "toy.ratio: expected float, got str 'one'"),
+])
+def test_a_field_the_yaml_lacks_or_a_key_no_field_declares_fails_at_import(toy_yaml, text, message):
+    toy_yaml(text)
+    with pytest.raises(ConfigError) as err:
+        toy_config_class()
+    assert message in str(err.value)
+
+
+def test_a_python_default_beside_the_yaml_fails_at_import(toy_yaml):
+    toy_yaml("toy: {ratio: 1}\n")
+    with pytest.raises(TypeError, match="ToyConfig.ratio: has a default in Python"):
+        @dataclasses.dataclass(frozen=True)
+        @defaults_from_yaml("toy")
+        class ToyConfig:
+            ratio: float = 1.0

@@ -10,13 +10,14 @@ import pytest
 from pyspark.sql import functions as F
 
 from conftest import ROOT, shared
-from dedup_corpus import wiki_paragraphs
+from corpusmill.config import ConfigError
 from jobs import config, registry
 from jobs.cli import main
 from jobs.pipeline import run_pipeline
+from jobs.runner import transformed
 from jobs.stage import TEXT_TOO_LONG
 from jobs.stages.dedup import DUPLICATE_ID, DedupStage
-from udfs.common.config import ConfigError
+from tools.fixtures.dedup_corpus import wiki_paragraphs
 
 DOCUMENT_STAGES = [name for name in registry.stage_order() if registry.stage_class(name).input == "documents"]
 LIMIT = 2000  # io.max_text_chars in these tests: the paragraphs are shorter, the long document longer
@@ -110,7 +111,7 @@ def test_rows_sharing_one_id_in_dedup_are_one_kept_and_the_rest_rejected(spark, 
     kept = stage_rows(spark, tmp_path / "out" / "r" / "dedup", "kept").where("id = 'same'").select("text").collect()
     for partitions in (1, 5):
         docs = spark.read.parquet(path).repartition(partitions)
-        out = DedupStage(spark, config.load()).transform(docs, ExitStack()).rows
+        out = transformed(DedupStage(spark, config.load()), docs, ExitStack()).rows
         assert out.where("id = 'same' AND _outcome = 'kept'").select("text").collect() == kept
 
 

@@ -36,7 +36,7 @@ def test_walkthrough_runs_every_stage_with_the_injected_session(spark, walkthrou
     for stage in registry.stage_order():
         stats = json.loads((out / "nb" / stage / "_stats.json").read_text())
         assert stats["reconciled"] is True, stage
-        assert namespace[f"{stage}_stats"]["fingerprint"] == stats["fingerprint"]
+        assert namespace["stats"][stage]["fingerprint"] == stats["fingerprint"]
     assert (out / "nb" / "report.html").exists()
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from corpusmill.config import ConfigError
 from jobs import config, runner
 from jobs.fs import HadoopFS, StorageError
 from jobs.lease import LEASE_DIR, LeaseConfig, LeaseLost, RunFolderInUse, RunLease
-from jobs.pipeline import run_pipeline
 from run_outputs import fingerprint_of_output, split_sample_warcs
-from udfs.common.config import ConfigError
+from jobs.pipeline import run_pipeline
 
 pytestmark = pytest.mark.spark
 FILES = 6

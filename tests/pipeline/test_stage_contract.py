@@ -13,7 +13,7 @@ import pytest
 from jobs import config, registry
 from jobs.pipeline import stage_fingerprint
 from jobs.stage import ConfigView
-from scoring_service.artifacts import DEFAULT_MODEL_DIR
+from scoring_service.model.artifacts import DEFAULT_MODEL_DIR
 
 CHANGED = "<changed>"  # no setting has this value, whatever its type
 

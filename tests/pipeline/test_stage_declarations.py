@@ -8,18 +8,19 @@ from dataclasses import dataclass
 import pytest
 
 from conftest import ROOT
+from corpusmill.config import ConfigError
 from jobs import config, registry
 from jobs.pipeline import plan_stages, run_pipeline
-from jobs.stage import Stage, Transformed
-from udfs.common.config import ConfigError
+from jobs.runner import run_stage
+from jobs.stage import TEXT_TOO_LONG, Stage, Transformed
 
 SAMPLE = str(ROOT / "data" / "sample")
 
 
 def test_every_shipped_stage_is_found_in_its_declared_order():
     stages = registry.stages()
-    assert [cls.name for cls in stages] == ["extract", "filter", "pii", "dedup", "decontam", "score", "mix",
-                                            "pack", "mindrecord"]
+    shipped = sorted(path.stem for path in (ROOT / "jobs" / "stages").glob("*.py") if path.stem != "__init__")
+    assert sorted(cls.name for cls in stages) == shipped
     assert [cls.order for cls in stages] == sorted({cls.order for cls in stages})
     for cls in stages:
         assert cls.__module__ == f"jobs.stages.{cls.name}"
@@ -125,3 +126,27 @@ def test_a_toy_stage_declared_in_a_test_module_runs_end_to_end(spark, toy, tmp_p
     # The stage alone on its own output's input, from the run folder: the nearest finished stage.
     again = run_pipeline(spark, cfg, [], ["toy"], str(tmp_path), "toy", echo=lines.append)[0]
     assert again["fingerprint"] == toy_stats["fingerprint"] and "skipped" in lines[-1]
+
+
+def test_the_runner_makes_over_long_texts_errors_for_a_stage_that_does_nothing_about_them(spark, toy, tmp_path):
+    """The toy stage has no code for texts over io.max_text_chars: the runner holds them back at its door
+    (no Python worker sees them) and writes them as errors/ rows."""
+    cfg = config.load(overrides={"toy": {"min_chars": 10}, "io": {"max_text_chars": 100}})
+    docs = spark.createDataFrame([("a", "u", "x" * 50), ("b", "u", "y" * 101), ("c", "u", "short")],
+                                 "id string, url string, text string")
+    stats = run_stage(ToyStage(spark, cfg), docs, str(tmp_path / "toy"), "fp", records_in=3)
+    assert stats["kept"] == 1 and stats["errors"] == {TEXT_TOO_LONG: 1} and stats["rejected"] == {"too_short": 1}
+    [error] = spark.read.parquet(str(tmp_path / "toy" / "errors")).collect()
+    assert error["id"] == "b" and error["text"] is None and error["reject_value"] == "101"
+
+
+class DropsTheMark(ToyStage):
+    def transform(self, docs, resources):
+        return super().transform(docs.select("id", "url", "text"), resources)
+
+
+def test_a_transform_that_loses_the_hold_back_column_is_refused(spark, toy, tmp_path):
+    cfg = config.load(overrides={"toy": {"min_chars": 10}})
+    docs = spark.createDataFrame([("a", "u", "x" * 50)], "id string, url string, text string")
+    with pytest.raises(TypeError, match="dropped the _text_over_limit column"):
+        run_stage(DropsTheMark(spark, cfg), docs, str(tmp_path / "drops"), "fp", records_in=1)

@@ -1,4 +1,4 @@
-"""The scorer's compiled content bag (scoring_service/_features.pyx) against its definition in numpy:
+"""The scorer's compiled content bag (scoring_service/model/_features.pyx) against its definition in numpy:
 every n-gram hashed from one prefix-hash array of the batch's code points, the ids then grouped by
 text with a stable sort. A model hashes exactly as it was trained, so the ids and their order (the
 order in which the network sums them) must be the same."""
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from conftest import shared
-from scoring_service import _features
-from scoring_service.artifacts import DEFAULT_MODEL_DIR, read_info
-from scoring_service.features import (_BOS, _CHAR_CLASS, _CJK, _CLAUSE_END, _EOS, _SENTENCE_END, _SYMBOLS,
+from scoring_service.model import _features
+from scoring_service.model.artifacts import DEFAULT_MODEL_DIR, read_info
+from scoring_service.model.features import (_BOS, _CHAR_CLASS, _CJK, _CLAUSE_END, _EOS, _SENTENCE_END, _SYMBOLS,
                                       COUNT_BITS, FeatureHasher, HashingSpec, _char_class, _flat, normalize)
 
 PRIME = np.uint64(0x100000001B3)

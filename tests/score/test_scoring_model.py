@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import shared
-from scoring_service import metrics
-from scoring_service.features import COUNT_BITS, Bags, FeatureHasher, HashingSpec, normalize
-from scoring_service.artifacts import CARD, CHECKPOINT, DEFAULT_MODEL_DIR, MINDIR, read_info
+from scoring_service.model.artifacts import CARD, CHECKPOINT, DEFAULT_MODEL_DIR, MINDIR, read_info
+from scoring_service.model.features import COUNT_BITS, Bags, FeatureHasher, HashingSpec, normalize
+from scoring_service.training import evaluation
 from tools import quality_corpus
 
 
@@ -22,7 +22,7 @@ def hasher():
 
 @pytest.fixture(scope="module")
 def shipped():
-    from scoring_service.backend import TextScorer
+    from scoring_service.model.scorer import TextScorer
 
     return TextScorer.load(DEFAULT_MODEL_DIR)
 
@@ -101,12 +101,12 @@ def test_cjk_text_gets_character_ngrams_and_the_same_line_shapes_as_latin(hasher
 
 def test_ranking_and_threshold_metrics():
     labels = np.array([1, 1, 1, 0, 0, 0])
-    assert metrics.roc_auc(labels, np.array([0.9, 0.8, 0.7, 0.3, 0.2, 0.1])) == 1.0
-    assert metrics.roc_auc(labels, np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9])) == 0.0
-    assert metrics.roc_auc(labels, np.full(6, 0.5)) == 0.5
+    assert evaluation.roc_auc(labels, np.array([0.9, 0.8, 0.7, 0.3, 0.2, 0.1])) == 1.0
+    assert evaluation.roc_auc(labels, np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9])) == 0.0
+    assert evaluation.roc_auc(labels, np.full(6, 0.5)) == 0.5
     scores = np.array([0.9, 0.8, 0.4, 0.6, 0.2, 0.1])
-    assert metrics.best_f1_threshold(labels, scores) == 0.4
-    assert metrics.at_threshold(labels, scores, 0.5) == {"precision": 0.6667, "recall": 0.6667,
+    assert evaluation.best_f1_threshold(labels, scores) == 0.4
+    assert evaluation.at_threshold(labels, scores, 0.5) == {"precision": 0.6667, "recall": 0.6667,
                                                          "f1": 0.6667, "accuracy": 0.6667}
 
 
@@ -116,8 +116,8 @@ def test_ranking_and_threshold_metrics():
 def test_the_network_is_the_mean_of_each_bag_then_the_mlp_whatever_row_zero_of_the_tables_holds(hasher):
     import mindspore as ms
 
-    from scoring_service.artifacts import NetShape
-    from scoring_service.model import QualityNet, dynamic_inputs
+    from scoring_service.model.artifacts import NetShape
+    from scoring_service.model.network import QualityNet, dynamic_inputs
 
     ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
     net = QualityNet(HashingSpec().buckets, NetShape(dim=4, hidden=3))
@@ -150,8 +150,8 @@ def test_the_network_is_the_mean_of_each_bag_then_the_mlp_whatever_row_zero_of_t
 def test_a_model_folder_without_the_graph_is_served_from_its_checkpoint_with_the_same_scores(shipped, tmp_path):
     import shutil
 
-    from scoring_service.artifacts import MODEL_JSON, served_file
-    from scoring_service.backend import TextScorer
+    from scoring_service.model.artifacts import MODEL_JSON, served_file
+    from scoring_service.model.scorer import TextScorer
 
     for name in (MODEL_JSON, CHECKPOINT):  # a folder trained before model.counted.mindir
         shutil.copy(os.path.join(DEFAULT_MODEL_DIR, name), tmp_path / name)
@@ -165,9 +165,9 @@ def test_a_model_folder_without_the_graph_is_served_from_its_checkpoint_with_the
 
 @pytest.mark.slow  # trains a MindSpore model
 def test_training_writes_checkpoint_dynamic_mindir_and_card(tmp_path):
-    from scoring_service.backend import TextScorer
-    from scoring_service.artifacts import NetShape
-    from scoring_service.train import TrainSettings, train
+    from scoring_service.model.artifacts import NetShape
+    from scoring_service.model.scorer import TextScorer
+    from scoring_service.training.train import TrainSettings, train
 
     book = shared("corpora/en/gutenberg/austen-sense.txt").read_text(encoding="utf-8", errors="replace")
     paragraphs = [" ".join(p.split()) for p in book.split("\n\n") if len(p) > 200][:90]
@@ -216,7 +216,7 @@ def test_shipped_model_card_and_licences():
 
 @pytest.mark.slow  # loads the shipped MindSpore model
 def test_requests_arriving_together_are_scored_in_one_forward_pass(shipped):
-    from scoring_service.server import Metrics, MicroBatcher, ServerConfig
+    from scoring_service.serving import Metrics, MicroBatcher, ServerConfig
 
     metrics_ = Metrics()
     batcher = MicroBatcher([shipped], ServerConfig(model_dir=DEFAULT_MODEL_DIR, max_wait_ms=2000, max_batch=64),
@@ -236,7 +236,7 @@ def test_requests_arriving_together_are_scored_in_one_forward_pass(shipped):
 def test_a_batch_whose_ids_fill_a_forward_pass_waits_for_no_company(shipped, monkeypatch):
     # As above, but the first request alone holds the content ids of a forward pass: it is scored at
     # once, and the two shorter ones, queued meanwhile, in a batch of their own.
-    from scoring_service.server import Metrics, MicroBatcher, ServerConfig, batching
+    from scoring_service.serving import Metrics, MicroBatcher, ServerConfig, batching
 
     long_text = "The first request holds one long text, with many words in it. " * 4
     first = shipped.hasher.encode_bags([long_text])
@@ -259,13 +259,13 @@ def test_a_batch_whose_ids_fill_a_forward_pass_waits_for_no_company(shipped, mon
 def _auc(scorer, positives, negatives):
     scores = scorer.score([e.text for e in positives] + [e.text for e in negatives])
     labels = np.r_[np.ones(len(positives)), np.zeros(len(negatives))]
-    return metrics.roc_auc(labels, scores), metrics.at_threshold(labels, scores, scorer.info.threshold)
+    return evaluation.roc_auc(labels, scores), evaluation.at_threshold(labels, scores, scorer.info.threshold)
 
 
 def _length_auc(positives, negatives):
     """The bar to beat: ranking by length alone (long = article)."""
     lengths = [len(e.text) for e in positives] + [len(e.text) for e in negatives]
-    return metrics.roc_auc(np.r_[np.ones(len(positives)), np.zeros(len(negatives))], np.array(lengths))
+    return evaluation.roc_auc(np.r_[np.ones(len(positives)), np.zeros(len(negatives))], np.array(lengths))
 
 
 @pytest.mark.slow  # scores real pages with MindSpore
@@ -298,8 +298,8 @@ def test_the_backend_sets_mindspore_cpu_threads_once_per_process_and_a_second_ba
     import sys
 
     code = ("from mindspore.device_context.cpu import op_tuning\n"
-            "from scoring_service.backend import TextScorer\n"
-            "from scoring_service.artifacts import DEFAULT_MODEL_DIR\n"
+            "from scoring_service.model.scorer import TextScorer\n"
+            "from scoring_service.model.artifacts import DEFAULT_MODEL_DIR\n"
             "before = op_tuning.RuntimeConf.get_instance().is_op_threads_num_configured()\n"
             "scores = [TextScorer.load(DEFAULT_MODEL_DIR).score(['A plain sentence about rivers.'])[0] for _ in range(2)]\n"
             "print(before, op_tuning.RuntimeConf.get_instance().is_op_threads_num_configured(), scores[0] == scores[1])\n")
@@ -309,7 +309,7 @@ def test_the_backend_sets_mindspore_cpu_threads_once_per_process_and_a_second_ba
 
 
 def test_a_service_config_with_no_cpu_threads_is_refused():
-    from scoring_service.server import ServerConfig
+    from scoring_service.serving import ServerConfig
 
     assert any("cpu_threads" in p for p in ServerConfig(model_dir=DEFAULT_MODEL_DIR, cpu_threads=0).problems())
     assert not ServerConfig(model_dir=DEFAULT_MODEL_DIR).problems()

@@ -25,15 +25,16 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import ROOT, shared
-from service_attacks import (SlowClients, address, bodies_at_once, connection_burst, peak_rss_mb, request_head,
-                             reset_peak_rss, score_head, send_head_then_wait, stream_without_answer_mb, zstd_arrow_bomb)
+from corpusmill.config import build
 from jobs.config import PipelineConfig
+from jobs.runner import run_stage, transformed
 from jobs.stages.score import ScoreStage
-from jobs.runner import run_stage
 from scoring_service.client import LocalService, ScoringClient, ScoringRequestError, ScoringUnavailable, encoded_body
-from scoring_service.artifacts import DEFAULT_MODEL_DIR, MINDIR, read_info
-from scoring_service.features import COUNT_BITS, FeatureHasher, HashingSpec
-from udfs.common.config import build
+from scoring_service.model.artifacts import DEFAULT_MODEL_DIR, MINDIR, read_info
+from scoring_service.model.features import COUNT_BITS, FeatureHasher, HashingSpec
+from tools.fixtures.service_attacks import (SlowClients, address, bodies_at_once, connection_burst, peak_rss_mb,
+                                            request_head, reset_peak_rss, score_head, send_head_then_wait,
+                                            stream_without_answer_mb, zstd_arrow_bomb)
 
 pytestmark = pytest.mark.service  # the scoring service as a subprocess
 LIMITS = ["--max-request-texts", "64", "--max-queue-texts", "48", "--max-request-bytes", "300000",
@@ -426,7 +427,7 @@ def test_a_model_that_does_not_answer_in_time_gets_503_not_a_hang():
 def test_the_local_service_leaves_no_log_file_even_when_its_parent_is_killed(tmp_path):
     script = ("import os, signal\n"
               "from scoring_service.client import LocalService\n"
-              "from scoring_service.artifacts import DEFAULT_MODEL_DIR\n"
+              "from scoring_service.model.artifacts import DEFAULT_MODEL_DIR\n"
               "LocalService(DEFAULT_MODEL_DIR).start()\n"
               "os.kill(os.getpid(), signal.SIGKILL)\n")
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
@@ -442,7 +443,7 @@ def test_the_local_service_leaves_no_log_file_even_when_its_parent_is_killed(tmp
 # ---------------------------------------------------------------- the score stage in Spark
 
 def test_score_settings_are_validated():
-    from udfs.common.config import ConfigError
+    from corpusmill.config import ConfigError
 
     with pytest.raises(ConfigError, match="score.on_failure: must be one of fail, null"):
         build(PipelineConfig, {"score": {"on_failure": "retry"}})
@@ -518,7 +519,7 @@ def test_score_stage_scores_through_spark_and_thresholds_separately(spark, servi
     rethresholded = RecordingScoreStage(spark, score_config(threshold=0.9))
     scored = rethresholded.load(stage_dir)
     with ExitStack() as resources:
-        rethresholded.transform(scored, resources)
+        transformed(rethresholded, scored, resources)
     assert rethresholded.started == []
     again = str(tmp_path / "rethreshold")
     stats2 = run_stage(rethresholded, scored, again, "fp2", 120)

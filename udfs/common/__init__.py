@@ -1,1 +1,2 @@
-"""What several stages share: config plumbing, on-disk table caches, word lists and script ranges."""
+"""What several stages' per-record code shares: per-worker resources, on-disk table caches, word lists
+and script ranges."""

@@ -39,14 +39,14 @@ import re
 import stat
 import unicodedata
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import xxhash
 
-from udfs.common.config import ConfigError
+from corpusmill.config import ConfigError, defaults_from_yaml
 from udfs.common.scripts import UNSEGMENTED_RANGES  # the scripts dedup shingles by character
 from udfs.common.worker import worker_resource
 
@@ -75,29 +75,30 @@ _BATCH_CHARS = 1 << 24
 
 
 @dataclass(frozen=True)
+@defaults_from_yaml("decontam")
 class DecontamConfig:
     # Folder of evaluation sets (see the module docstring); None: nothing to check, every document kept.
-    benchmarks: Optional[str] = None
+    benchmarks: Optional[str]
     # Tokens per n-gram: 13 as GPT-3 (a Chinese character is a token).
-    ngram: int = 13
+    ngram: int
     # Items shorter than ``ngram`` count whole from this many tokens; shorter ones are not looked for.
-    min_item_tokens: int = 8
+    min_item_tokens: int
     # The same for items written mostly in scripts without spaces, whose tokens are characters.
-    cjk_ngram: int = 25
-    cjk_min_item_chars: int = 15
+    cjk_ngram: int
+    cjk_min_item_chars: int
     # JSONL keys that make an item, in this order; empty: every string value of the line.
-    fields: List[str] = field(default_factory=list)
+    fields: List[str]
     # reject: contaminated documents go to rejected/ (reject_rule decontamination, reject_value the
     # benchmark); flag: they stay kept, named in decontam_benchmark like rejected ones.
-    action: str = "reject"
+    action: str
     # Bounds on reading a benchmark file, far above real evaluation sets: a file past one is refused in
     # one line. Bytes of a file, decompressed (a gzip bomb stops here; building the index of 256 MiB
-    # of questions takes about a GB on the driver, bench/hostile_inputs.py).
-    max_file_bytes: int = 256 << 20
+    # of questions takes about a GB on the driver, bench/hostile/hostile_inputs.py).
+    max_file_bytes: int
     # Bytes of one line (one item): a long-context item is a few MB.
-    max_line_bytes: int = 8 << 20
+    max_line_bytes: int
     # Nesting of a JSON line's arrays and objects (real items: a handful).
-    max_json_depth: int = 32
+    max_json_depth: int
 
     def validate(self, prefix: str) -> None:
         if self.benchmarks is not None and not Path(self.benchmarks).is_dir():

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import xxhash
 
-from udfs.common.config import ConfigError
+from corpusmill.config import ConfigError, defaults_from_yaml
 from udfs.common.scripts import UNSEGMENTED_RANGES
 from udfs.common.worker import worker_resource
 
@@ -37,55 +37,56 @@ VERIFY_MODES = ("jaccard", "signature", "none")
 
 
 @dataclass(frozen=True)
+@defaults_from_yaml("dedup")
 class DedupConfig:
     # Exact pass: one survivor per group of identical normalised texts.
-    exact: bool = True
+    exact: bool
     # Fuzzy pass: MinHash LSH candidates, verified, merged by connected components.
-    fuzzy: bool = True
+    fuzzy: bool
     # Documents whose shingle sets have Jaccard similarity >= threshold are duplicates.
-    threshold: float = 0.8
-    word_ngram: int = 5
-    cjk_ngram: int = 3
+    threshold: float
+    word_ngram: int
+    cjk_ngram: int
     # A document is shingled by characters when at least this fraction of its non-space
     # characters belong to a script written without spaces (CJK, Thai…).
-    cjk_char_ratio: float = 0.5
-    lowercase: bool = True
+    cjk_char_ratio: float
+    lowercase: bool
     # Off by default: punctuation and digits are part of the words the threshold is defined on
     # (stripping them merges templated pages that differ only in numbers).
-    strip_punctuation: bool = False
-    fold_digits: bool = False
-    num_perm: int = 128
+    strip_punctuation: bool
+    fold_digits: bool
+    num_perm: int
     # Bands b and rows per band r; 0 derives them from threshold and the weights below by minimising
     # fp_weight * (false-positive area) + fn_weight * (false-negative area) of 1 - (1 - s^r)^b.
     # Candidates are verified, so a false positive costs one comparison while a false negative is a
     # duplicate kept: the default weights buy recall at the threshold (b=18, r=7: P(0.8) = 0.986;
     # equal weights give b=9, r=13 with P(0.8) = 0.40).
-    bands: int = 0
-    rows: int = 0
-    fp_weight: float = 0.01
-    fn_weight: float = 0.99
-    seed: int = 1
+    bands: int
+    rows: int
+    fp_weight: float
+    fn_weight: float
+    seed: int
     # How a candidate pair becomes an edge: exact Jaccard of the shingle sets ("jaccard"), the
     # signature estimate ("signature"), or every candidate ("none").
-    verify: str = "jaccard"
+    verify: str
     # A join key (exact-hash group, LSH bucket, candidate fan-in, cluster) with more rows than this
     # is spread over ceil(rows / cap) tasks.
-    hot_key_cap: int = 20000
+    hot_key_cap: int
     # A table of at most this many rows that is joined to the documents (the ids the candidate pairs
     # name, the decisions) is sent to every task instead of shuffling the documents to it, and
     # verified pairs up to this many are clustered on the driver; 0 = never.
-    broadcast_rows: int = 500_000
+    broadcast_rows: int
     # Connected components: large-star/small-star rounds before giving up.
-    max_rounds: int = 40
+    max_rounds: int
     # Where component rounds are checkpointed to cut lineage; empty = Spark local checkpoints.
-    checkpoint_dir: str = ""
+    checkpoint_dir: str
     # Survivor rule: columns to order a cluster by (prefix "-" for descending, numeric columns);
     # the lowest id breaks ties, so [] keeps the lowest id.
-    survivor_order: List[str] = field(default_factory=list)
+    survivor_order: List[str]
     # Earlier runs to deduplicate against (run folders, their dedup folders or dedup/_index/
     # folders): a document duplicating one they kept is dropped. [] = this run on its own (per-crawl
     # dedup). Indexes do not chain: list every earlier run, not just the latest.
-    against: List[str] = field(default_factory=list)
+    against: List[str]
 
     def validate(self, prefix: str) -> None:
         def fail(key, why):

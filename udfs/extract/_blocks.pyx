@@ -6,7 +6,7 @@ the whole-column numpy arithmetic that tests/extract/test_boilerplate.py keeps a
 are the rows' dot products with the weights, summed in feature order (the reference's matrix product
 may sum in another order: equal within 1e-9 relative, the same keep decisions on the development
 sets and the bench pages). A page has a few dozen units, too few for numpy: its ~40 calls a page cost
-more than the arithmetic they do (``bench/e2e_profile.py`` times the block pass).
+more than the arithmetic they do (``bench/profiling/e2e_profile.py`` times the block pass).
 
 Each unit's furniture-line verdict (the Python test passed in) is stored on the unit, for the line
 pass to reuse.

@@ -21,7 +21,7 @@
    is prose even when it mentions cookies.
 
 The passes are tuned and checked on two development sets made differently — trafilatura's evaluation
-pages and Mozilla Readability's test pages — each against the other (``bench/extraction_quality.py``,
+pages and Mozilla Readability's test pages — each against the other (``bench/quality/extraction_quality.py``,
 ``tools/train_block_classifier.py``).
 """
 from __future__ import annotations

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import codecs
 import re
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import detect_encoding
 
+from udfs.common.worker import worker_resource
 from udfs.extract import _page_walk
 from udfs.extract._page_walk import PageUnits
 from udfs.extract.boilerplate import ANCHOR_CHARS, BlockModel, Unit, drop_boilerplate_lines, unit_lines
@@ -97,9 +97,8 @@ MAIN_CONTENT_UNFILTERED = _page_walk.MAIN
 WHOLE_PAGE = _page_walk.FURNITURE
 
 
-@lru_cache(maxsize=1)
 def block_model() -> BlockModel:
-    return BlockModel.load(BLOCK_MODEL_PATH)
+    return worker_resource("extract.block_model", str(BLOCK_MODEL_PATH), lambda: BlockModel.load(BLOCK_MODEL_PATH))
 
 
 def parse_page(html: str) -> PageUnits:

@@ -9,8 +9,8 @@ once per distinct pair and only for the names that hold one of ``NAME_KEYWORDS``
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
+from udfs.common.worker import worker_resource
 from udfs.extract import _page_walk
 from udfs.extract.boilerplate import MAYBE_NAMED, NAMING_WORDS, name_kind
 
@@ -118,10 +118,11 @@ def name_bits(class_tokens: list, id_value: str) -> int:
     return bits
 
 
-@lru_cache(maxsize=1)
 def page_walker() -> _page_walk.PageWalker:
     """The worker's walker: lexbor's functions looked up in selectolax's module, the name rules above."""
-    import selectolax.lexbor
+    def make() -> _page_walk.PageWalker:
+        import selectolax.lexbor
 
-    _page_walk.load(selectolax.lexbor.__file__)
-    return _page_walk.PageWalker(name_bits, NAME_KEYWORDS)
+        _page_walk.load(selectolax.lexbor.__file__)
+        return _page_walk.PageWalker(name_bits, NAME_KEYWORDS)
+    return worker_resource("extract.page_walker", "", make)

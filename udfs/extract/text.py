@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import array
-import functools
 import re
 import unicodedata
 
+from udfs.common.worker import worker_resource
 from udfs.extract import _text_spaces
 
 # C0/C1 controls except tab/newline, soft hyphens (a word broken by one is still one word), zero-width and
@@ -23,7 +23,7 @@ def normalize_text(text: str) -> str:
 
     Lines are kept; runs of blank lines become one blank line (a paragraph break). The last three
     steps run in one compiled pass (``udfs/extract/_text_spaces.pyx``; its cost per page is in
-    ``bench/e2e_profile.py``'s normalisation row); ``normalize_text_reference`` defines them.
+    ``bench/profiling/e2e_profile.py``'s normalisation row); ``normalize_text_reference`` defines them.
     """
     return _text_spaces.collapse(_unified(text), _dropped_table())
 
@@ -45,11 +45,12 @@ def _unified(text: str) -> str:
     return text
 
 
-@functools.lru_cache(maxsize=1)
 def _dropped_table() -> bytes:
     """1 for each code point ``_INVISIBLE`` matches, 0 for the others (built once per process)."""
-    every_char = array.array("I", range(0x110000)).tobytes().decode("utf-32-le", "surrogatepass")
-    table = bytearray(0x110000)
-    for match in _INVISIBLE.finditer(every_char):
-        table[match.start()] = 1
-    return bytes(table)
+    def make() -> bytes:
+        every_char = array.array("I", range(0x110000)).tobytes().decode("utf-32-le", "surrogatepass")
+        table = bytearray(0x110000)
+        for match in _INVISIBLE.finditer(every_char):
+            table[match.start()] = 1
+        return bytes(table)
+    return worker_resource("extract.dropped_chars", _INVISIBLE.pattern, make)

@@ -27,14 +27,14 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 from pathlib import Path
 from typing import FrozenSet, List, Optional, Tuple
 from urllib.parse import unquote, urlsplit
 
+from corpusmill.config import ConfigError, defaults_from_yaml, require_file
 from udfs.common.word_lists import WordSequenceMatcher, read_word_list, word_sequences
-from udfs.common.config import ConfigError, require_file
+from udfs.common.worker import worker_resource
 
 BLOCKLIST_DIR = Path(__file__).resolve().parents[1] / "common" / "blocklists"
 SHIPPED = "shipped"  # a list setting's entry that stands for the shipped file of that kind
@@ -69,17 +69,18 @@ _PUNYCODE_LABEL = re.compile(r"xn--[a-z0-9\-]+")
 
 
 @dataclass(frozen=True)
+@defaults_from_yaml("extract", "url_filter")
 class UrlFilterConfig:
-    enabled: bool = True
+    enabled: bool
     # Files of blocked domains, one a line ('#' comments); a domain blocks its subdomains too.
-    domain_lists: List[str] = field(default_factory=list)
+    domain_lists: List[str]
     # Files of banned words or phrases: one in the URL rejects it. ``shipped``: udfs/common/blocklists/url_words.txt.
-    word_lists: List[str] = field(default_factory=lambda: [SHIPPED])
+    word_lists: List[str]
     # Files of soft words: the URL is rejected when it holds ``soft_threshold`` distinct ones.
-    soft_word_lists: List[str] = field(default_factory=lambda: [SHIPPED])
-    soft_threshold: int = 2
+    soft_word_lists: List[str]
+    soft_threshold: int
     # Files of banned subwords, matched anywhere in the URL's letters and digits.
-    subword_lists: List[str] = field(default_factory=lambda: [SHIPPED])
+    subword_lists: List[str]
 
     def validate(self, prefix: str) -> None:
         for name in ("domain_lists", *SHIPPED_FILES):
@@ -185,10 +186,13 @@ class _Lists:
     subwords: Optional["re.Pattern[str]"]  # any banned subword, None without any
 
 
-@lru_cache(maxsize=4)
-def _load(domain_files: Tuple[str, ...], word_files: Tuple[str, ...], soft_files: Tuple[str, ...],
-          subword_files: Tuple[str, ...]) -> _Lists:
+def _lists(list_files: Tuple[Tuple[str, ...], ...]) -> _Lists:
     """The lists, read once per worker process (a UT1 domain list is millions of lines)."""
+    return worker_resource("extract.url_lists", list_files, lambda: _read(*list_files))
+
+
+def _read(domain_files: Tuple[str, ...], word_files: Tuple[str, ...], soft_files: Tuple[str, ...],
+          subword_files: Tuple[str, ...]) -> _Lists:
     def entries(files):  # compared as the URL's words are: NFKC, and by their Latin skeleton
         return [latin_skeleton(unicodedata.normalize("NFKC", e)) for path in files for e in read_word_list(Path(path))]
 
@@ -216,7 +220,7 @@ class UrlFilter:
     def verdict(self, url: Optional[str]) -> Optional[Tuple[str, str]]:
         if not self.cfg.enabled or not url:
             return None
-        lists = _load(*self.list_files)
+        lists = _lists(self.list_files)
         readable_url = readable(url)
         for host in url_hosts(url, readable_url):
             labels = host.split(".")

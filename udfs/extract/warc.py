@@ -30,7 +30,7 @@ import hashlib
 import re
 import zlib
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import BinaryIO, Callable, Iterator, List, Optional
 from urllib.parse import urlsplit
@@ -43,7 +43,7 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.limitreader import LimitReader
 from warcio.utils import BUFF_SIZE
 
-from udfs.common.config import ConfigError
+from corpusmill.config import ConfigError, defaults_from_yaml
 from udfs.extract._page_walk import TooDeep
 from udfs.extract.html import charset_from_content_type, decode_html, extract_main_text
 from udfs.extract.text import normalize_text
@@ -53,24 +53,25 @@ EXTRACTORS = ("resiliparse", "trafilatura")
 
 
 @dataclass(frozen=True)
+@defaults_from_yaml("extract")
 class ExtractConfig:
     # resiliparse's main-content rules in one compiled walk over lexbor's DOM (udfs/extract/_page_walk.pyx) with the
-    # boilerplate passes; "trafilatura" for comparison (bench/extraction_quality.py scores both).
-    extractor: str = "resiliparse"
-    boilerplate_filter: bool = True
-    html_mime_types: List[str] = field(default_factory=lambda: ["text/html", "application/xhtml+xml"])
+    # boilerplate passes; "trafilatura" for comparison (bench/quality/extraction_quality.py scores both).
+    extractor: str
+    boilerplate_filter: bool
+    html_mime_types: List[str]
     # Responses above this payload size are rejected as oversized (never read into memory).
-    max_payload_bytes: int = 5_000_000
+    max_payload_bytes: int
     # A record declaring a larger Content-Length ends its file as an oversized_record error: skipping
     # it would mean decompressing all of it, and a gzip bomb's declared size is whatever it likes.
-    max_record_bytes: int = 1_000_000_000
+    max_record_bytes: int
     # Most bytes of header lines read back to back (WARC and HTTP headers of one record, blank lines
     # between records); more is a corrupt_file error. Real headers stay far below (tens of KB at most).
-    max_header_bytes: int = 1_000_000
+    max_header_bytes: int
     # Documents with fewer characters after extraction and normalisation are rejected as no_text.
-    min_text_chars: int = 1
+    min_text_chars: int
     # Block-listed domains and banned URL words: rejected before the payload is read (udfs/extract/url_filter.py).
-    url_filter: UrlFilterConfig = field(default_factory=UrlFilterConfig)
+    url_filter: UrlFilterConfig
 
     def validate(self, prefix: str) -> None:
         if self.extractor not in EXTRACTORS:

@@ -13,11 +13,11 @@ makes no Python string per token.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Optional
 
 from udfs.common.word_lists import read_word_list, word_sequences
+from udfs.common.worker import worker_resource
 
 try:
     from udfs.filter._badwords import TextMatcher
@@ -57,9 +57,12 @@ class BadWords:
         return len(matcher.found(lowered))
 
 
-@lru_cache(maxsize=None)
 def _compiled(path: str, lang: str):
     """A list compiled once per worker: (unspaced, substring pattern, text matcher)."""
+    return worker_resource("filter.bad_words", (path, lang), lambda: _compile(path, lang))
+
+
+def _compile(path: str, lang: str):
     entries = [e for e in read_word_list(Path(path)) if e not in ALLOWLIST.get(lang, ())]
     if lang in UNSPACED_LANGUAGES:
         # Longest first, so that overlapping entries count as the longest one found.

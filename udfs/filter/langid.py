@@ -5,12 +5,11 @@ read straight from the installed package, so nothing is ever downloaded. A user 
 at the full ``lid.176.bin`` instead. The model is loaded once per Python worker and shared by every
 batch it processes. It is read by ``udfs/filter/_fasttext_hs.pyx``, fastText's prediction with each word's
 input rows found once per worker (the same answers, bit for bit, for a fraction of the CPU once its
-words are cached; ``bench/e2e_profile.py`` times it); fastText itself
+words are cached; ``bench/profiling/e2e_profile.py`` times it); fastText itself
 (``fasttext-predict``) reads any model that module does not, and is the reference its tests compare with.
 """
 from __future__ import annotations
 
-import functools
 import importlib.util
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -25,7 +24,7 @@ from udfs.filter._langid_text import FastTextLine
 UNDETERMINED = "und"
 _LETTER = regex.compile(r"\p{L}")
 # Punctuation, symbols and digits say nothing about the language; dropping them and lowercasing
-# gained ~0.9 points of accuracy on the UDHR dev split (bench/langid_udhr.py) and keeps all-caps
+# gained ~0.9 points of accuracy on the UDHR dev split (bench/quality/langid_udhr.py) and keeps all-caps
 # text from being read as another language.
 _NOT_LANGUAGE = regex.compile(r"[\p{P}\p{S}\p{N}]+")
 _LABEL_PREFIX = "__label__"
@@ -71,10 +70,9 @@ def load_classifier(path: Optional[str] = None):
     return worker_resource("filter.langid", key, lambda: read(key))
 
 
-@functools.lru_cache(maxsize=None)
 def _fasttext_line() -> FastTextLine:
     """Made once per process: its tables are read off ``_NOT_LANGUAGE`` and ``str.lower``."""
-    return FastTextLine(_NOT_LANGUAGE)
+    return worker_resource("filter.fasttext_line", _NOT_LANGUAGE.pattern, lambda: FastTextLine(_NOT_LANGUAGE))
 
 
 class LanguageIdentifier:

@@ -13,7 +13,7 @@ on reference prose: text unlike it (spam, keyword lists, machine-made text) gets
 * ``NgramModel``: each order's n-grams hashed to uint64 keys; ``token_scores_reference`` scores many
   token sequences at once with numpy (sorted keys, ``searchsorted``; backoff as in any ARPA reader),
   ``token_scores`` the same values to the bit from compiled hash tables, several times faster
-  (``bench/perplexity_bench.py`` times them).
+  (``bench/speed/perplexity_bench.py`` times them).
   ``KenLMModel`` answers the same queries through KenLM when it is installed.
 
 Models are estimated offline by ``tools.ngram_lm_train`` (interpolated modified Kneser-Ney), which
@@ -349,7 +349,7 @@ class NgramModel:
 
 class KenLMModel:
     """The same queries through KenLM's C++ reader (``pip install kenlm``): it loads a model faster
-    than ``NgramModel``, whose compiled tables score faster (``bench/perplexity_bench.py`` times
+    than ``NgramModel``, whose compiled tables score faster (``bench/speed/perplexity_bench.py`` times
     both); results agree to KenLM's float32 precision."""
 
     def __init__(self, path: str):

@@ -22,13 +22,13 @@ until a model trained on licensed text is configured (``udfs/filter/lm_models/RE
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from udfs.common.config import ConfigError, require_file
+from corpusmill.config import ConfigError, defaults_from_yaml, require_file
 from udfs.common.worker import worker_resource
 from udfs.filter.ngram_lm import BACKENDS, load_model, tokenize_lines, word_mask
 
@@ -42,37 +42,38 @@ def shipped_model(lang: str) -> Path:
 
 
 @dataclass(frozen=True)
+@defaults_from_yaml("filter", "perplexity")
 class PerplexityConfig:
     # Language (lid.176 code) -> ARPA model file, or "shipped" for udfs/filter/lm_models/<lang>.arpa.gz.
-    models: Dict[str, str] = field(default_factory=lambda: {"en": SHIPPED})
+    models: Dict[str, str]
     # Query engine: numpy (built in: compiled n-gram tables, scores faster than KenLM), kenlm
     # (C++, pip install kenlm: loads a model faster), or auto (the built-in one).
-    # bench/perplexity_bench.py times both.
-    backend: str = "auto"
+    # bench/speed/perplexity_bench.py times both.
+    backend: str
     # The perplexity rule: documents above their language's maximum are rejected; languages not
     # listed have no maximum, and a maximum acts only once its language has a model (else the
     # perplexity is null). The defaults sit at about the 80th percentile of the sample crawls'
     # pages (so the worst fifth of a crawl is dropped; there: search boxes, link lists, set lists,
     # keyword pages) and well above the 95th percentile of unseen reference text (ABC news 2,500; People's
     # Daily paragraphs 520, measured with a People's Daily model that does not ship);
-    # bench/perplexity_bench.py measures both. Perplexity is per token: words for English,
+    # bench/speed/perplexity_bench.py measures both. Perplexity is per token: words for English,
     # characters for Chinese, so the scales differ.
-    max_perplexity: Dict[str, float] = field(default_factory=lambda: {"en": 6000.0, "zh": 800.0})
+    max_perplexity: Dict[str, float]
     # CCNet buckets: perplexity quantiles (per language, of the run's kept documents) between
     # head | middle | tail: CCNet's even thirds.
-    bucket_quantiles: List[float] = field(default_factory=lambda: [0.33, 0.67])
+    bucket_quantiles: List[float]
     # Languages whose punctuation marks count as predictions. Elsewhere they are context only: in
     # English a comma is cheap to predict, so counting it put comma-separated keyword lists below
     # news (median 980 vs 730) and chat close to it (ROC AUC 0.77); not counting it: 40,000 vs
     # 1,100 and AUC 0.89. In Chinese the marks around navigation and link lists are the tell: on
-    # ClueWeb09 zh pages counting them gave AUC 0.73 against 0.63 (bench/perplexity_bench.py).
-    count_punctuation: List[str] = field(default_factory=lambda: ["zh"])
+    # ClueWeb09 zh pages counting them gave AUC 0.73 against 0.63 (bench/speed/perplexity_bench.py).
+    count_punctuation: List[str]
     # Relative error of Spark's percentile_approx for the bucket cut-offs (accuracy = 1 / this).
-    quantile_relative_error: float = 0.001
+    quantile_relative_error: float
     # Characters of a document that are scored: its paragraphs up to this many characters (at least
     # the first, cut there). Bounds the cost of a long document; ~3,500 English words are a stable
     # estimate of the whole (a longer one's perplexity is that of its opening).
-    max_chars: int = 20_000
+    max_chars: int
 
     def validate(self, prefix: str) -> None:
         if self.backend not in BACKENDS:

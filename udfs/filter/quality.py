@@ -30,11 +30,10 @@ and a rule never fires on a null signal.
 
 ``compute_signals_reference`` below is the definition, in Python; ``compute_signals``, which the
 filter calls, gives the same values from compiled code (``udfs/filter/_quality_signals.pyx``; its cost per
-page is in ``bench/e2e_profile.py``), built by ``pip install`` (tests/filter/test_quality_compiled.py compares the two).
+page is in ``bench/profiling/e2e_profile.py``), built by ``pip install`` (tests/filter/test_quality_compiled.py compares the two).
 """
 from __future__ import annotations
 
-import functools
 import re
 import sys
 import unicodedata
@@ -44,6 +43,7 @@ import numpy as np
 import regex
 
 from udfs.common.table_cache import cached_arrays
+from udfs.common.worker import worker_resource
 
 try:
     from udfs.filter import _quality_signals
@@ -272,9 +272,12 @@ def compute_signals(text: str, stop_words: Optional[FrozenSet[str]] = None) -> d
     return dict(zip(names, computer.compute(text, stop_words)))
 
 
-@functools.lru_cache(maxsize=None)
 def _compiled_signals():
     """The names of the signals, in the reference's order, and the compiled computer; once per process."""
+    return worker_resource("filter.quality_signals", "", _compile_signals)
+
+
+def _compile_signals():
     # The table depends on the character classes and the Unicode data of regex and Python.
     key = f"character-flags-v1:{CHAR_CLASSES!r}:{regex.__version__}:{unicodedata.unidata_version}:{sys.version}"
     flags = cached_arrays(key, lambda: {"flags": character_flags()})["flags"]

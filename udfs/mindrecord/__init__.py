@@ -1,1 +1,2 @@
-"""mindrecord: MindRecord schemas and Arrow → MindRecord rows (``records``)."""
+"""mindrecord: MindRecord schemas and Arrow → MindRecord rows (``records``); a finished stage's marker and
+manifest as the stage and the loader read them (``manifest``)."""

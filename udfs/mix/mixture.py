@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import xxhash
 
-from udfs.common.config import ConfigError, build, shipped_section
+from corpusmill.config import ConfigError, defaults_from_yaml
 
 REPEAT_HALF_LIFE = 15.4  # R*_D of Muennighoff et al. (2023), fitted on their runs
 
@@ -62,24 +62,19 @@ class DomainConfig:
                 raise ConfigError(f"{prefix}.url_patterns[{i}]: not a valid regular expression ({exc})") from None
 
 
-def default_domains() -> Dict[str, DomainConfig]:
-    """The domain table of conf/mix.yaml (data, not code), so ``MixConfig()`` has the shipped defaults."""
-    domains = shipped_section("mix").get("domains", {})
-    return {name: build(DomainConfig, spec, f"mix.domains.{name}") for name, spec in domains.items()}
-
-
 @dataclass(frozen=True)
+@defaults_from_yaml("mix")
 class MixConfig:
     # Number of buckets = MindRecord shards; match (a multiple of) the training device count.
-    buckets: int = 8
+    buckets: int
     # Domains in rule order (the first whose rules match a document labels it).
-    domains: Dict[str, DomainConfig] = field(default_factory=default_domains)
+    domains: Dict[str, DomainConfig]
     # Label of documents no rule matches; must be one of ``domains``.
-    default_domain: str = "web"
+    default_domain: str
     # Output size in (estimated) tokens; 0: the input's size, i.e. reweight without growing or shrinking.
-    total_tokens: int = 0
+    total_tokens: int
     # Salt of the sampling hash: change it to draw a different (still reproducible) sample.
-    seed: int = 0
+    seed: int
 
     def validate(self, prefix: str) -> None:
         if self.buckets < 1:

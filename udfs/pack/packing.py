@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import xxhash
 
-from udfs.common.config import ConfigError
+from corpusmill.config import ConfigError, defaults_from_yaml
 from udfs.pack.tokenizer import Tokenizer, TokenizerConfig, utf8_offsets
 
 # A paragraph ends at a blank line; a line break is a sentence-level boundary (lists, headings, verse).
@@ -47,22 +47,23 @@ _SENTENCE = re.compile(r"([.!?…]+[\"'”’)\]]*)\s+(?=[^\sa-z])|([。！？]+
 
 
 @dataclass(frozen=True)
+@defaults_from_yaml("pack")
 class PackConfig:
-    seq_len: int = 2048
-    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    seq_len: int
+    tokenizer: TokenizerConfig
     # Cut a long document at the last paragraph break that fits when the piece fills at least this
     # fraction of the room it goes into; else at the last sentence (or line) break that fits.
-    paragraph_min_fill: float = 0.5
+    paragraph_min_fill: float
     # Longer documents are truncated at a sentence boundary (0: never; long documents are split instead).
-    max_doc_tokens: int = 0
+    max_doc_tokens: int
     # Documents buffered before best-fit placement runs, in windows' worth of tokens (~4 B per token).
-    buffer_sequences: int = 1024
+    buffer_sequences: int
     # Partly filled sequences kept open for small pieces to fill; the fullest closes first beyond this.
-    max_open_sequences: int = 64
+    max_open_sequences: int
     # Gaps smaller than this are left to whole short documents, not filled with a cut-off piece.
-    min_piece_tokens: int = 32
+    min_piece_tokens: int
     # Padding id (masked out by segment_ids 0 and loss_mask 0); default: the EOS id.
-    pad_id: Optional[int] = None
+    pad_id: Optional[int]
 
     def validate(self, prefix: str) -> None:
         if self.seq_len < 8:

@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from udfs.common.config import ConfigError, require_file
+from corpusmill.config import ConfigError, defaults_from_yaml, require_file
 from udfs.common.worker import worker_resource
 
 VOCAB_DIR = Path(__file__).resolve().parent / "vocab"
@@ -41,18 +41,19 @@ HF_EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>", "<|im_
 
 
 @dataclass(frozen=True)
+@defaults_from_yaml("pack", "tokenizer")
 class TokenizerConfig:
     # A vocabulary shipped with corpusmill (udfs/pack/vocab/); used when ``path`` is not set.
-    name: str = "cl100k_base"
+    name: str
     # Or a local file: a HF ``tokenizer.json`` (*.json) or a SentencePiece model (*.model). On a
     # cluster every executor needs it at this path (ship it with ``--files`` and name it relatively).
-    path: Optional[str] = None
+    path: Optional[str]
     # Expected sha256 of ``path``; checked at load when set (the bundled vocabulary is always checked).
-    sha256: Optional[str] = None
+    sha256: Optional[str]
     # End-of-document token; default: the vocabulary's own end-of-text token.
-    eos_token: Optional[str] = None
+    eos_token: Optional[str]
     # Threads per tokenizer call; 1 inside Spark, where every core already runs a task.
-    threads: int = 1
+    threads: int
 
     def validate(self, prefix: str) -> None:
         if self.path is None and self.name not in BUNDLED:

@@ -28,7 +28,7 @@ import json
 import random
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 from urllib.parse import quote, unquote, unquote_plus, urlsplit, urlunsplit
@@ -36,12 +36,11 @@ from urllib.parse import quote, unquote, unquote_plus, urlsplit, urlunsplit
 from stdnum import luhn
 from stdnum.cn import uscc
 
-from udfs.common.config import ConfigError
+from corpusmill.config import ConfigError, defaults_from_yaml
 from udfs.common.worker import worker_resource
 from udfs.pii.errors import DocumentTooLong, PiiError
 
 NER_ENTITIES = ("PERSON", "LOCATION", "ORGANIZATION")
-DEFAULT_PHONE_REGIONS = ("US", "GB", "DE", "FR", "IT", "ES", "NL", "SE", "CH", "PL", "IL", "IN", "CA", "AU", "BR", "CN", "JP")
 HIGH = ["PRIVATE_KEY", "API_KEY", "CN_ID", "CN_USCC", "CREDIT_CARD", "IBAN", "US_SSN"]
 MEDIUM = ["EMAIL", "PHONE", "IP_ADDRESS"]
 LOW = list(NER_ENTITIES)
@@ -50,8 +49,10 @@ ALL_TYPES = HIGH + MEDIUM + LOW
 
 @dataclass(frozen=True)
 class RiskTier:
-    threshold: float = 0.5
-    types: List[str] = field(default_factory=list)
+    """One tier of ``RiskTiers``; each tier's values are its own entry of conf/pii.yaml's ``tiers``."""
+
+    threshold: float
+    types: List[str]
 
     def validate(self, prefix: str) -> None:
         if not 0.0 <= self.threshold <= 1.0:
@@ -62,12 +63,13 @@ class RiskTier:
 
 
 @dataclass(frozen=True)
+@defaults_from_yaml("pii", "tiers")
 class RiskTiers:
     """Tiers in falling risk: an overlap between two findings goes to the riskier type."""
 
-    high: RiskTier = field(default_factory=lambda: RiskTier(0.3, list(HIGH)))
-    medium: RiskTier = field(default_factory=lambda: RiskTier(0.4, list(MEDIUM)))
-    low: RiskTier = field(default_factory=lambda: RiskTier(0.8, list(LOW)))
+    high: RiskTier
+    medium: RiskTier
+    low: RiskTier
 
     def ordered(self) -> List[RiskTier]:
         return [self.high, self.medium, self.low]
@@ -82,38 +84,36 @@ class RiskTiers:
                 raise ConfigError(f"{prefix}: PII type {name} must be in exactly one tier (found in {seen.get(name, 0)})")
 
 
-# Loopback and "any" addresses, and the RFC 5737 documentation ranges.
-DEFAULT_ALLOW_IP_NETWORKS = ["127.0.0.1/32", "0.0.0.0/32", "::1/128", "::/128",
-                             "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"]
 REPLACEMENTS = ("placeholder", "fake")
 
 
 @dataclass(frozen=True)
+@defaults_from_yaml("pii")
 class PiiConfig:
-    tiers: RiskTiers = field(default_factory=RiskTiers)
+    tiers: RiskTiers
     # Per-type switch; a type not listed is on.
-    enabled: Dict[str, bool] = field(default_factory=dict)
+    enabled: Dict[str, bool]
     # "placeholder" writes <TYPE>; "fake" writes a Faker value of the same type.
-    replacement: str = "placeholder"
+    replacement: str
     # Placeholder text per type; types not listed get "<TYPE>".
-    placeholders: Dict[str, str] = field(default_factory=dict)
+    placeholders: Dict[str, str]
     # Documentation values left alone: mail domains (and their subdomains), IP networks, exact values.
-    allow_email_domains: List[str] = field(default_factory=lambda: ["example.com", "example.org", "example.net"])
-    allow_ip_networks: List[str] = field(default_factory=lambda: list(DEFAULT_ALLOW_IP_NETWORKS))
-    allow_values: List[str] = field(default_factory=list)
-    phone_regions: List[str] = field(default_factory=lambda: list(DEFAULT_PHONE_REGIONS))
+    allow_email_domains: List[str]
+    allow_ip_networks: List[str]
+    allow_values: List[str]
+    phone_regions: List[str]
     # 0 possible numbers, also glued to words; 1 possible numbers standing alone (the default);
     # 2 and 3 libphonenumber's valid numbers with strict / exact grouping.
-    phone_leniency: int = 1
+    phone_leniency: int
     # Characters before a match searched for context words ("SSN", "电话", "order", …).
-    context_window: int = 64
+    context_window: int
     # Optional NER: document language (the filter stage's `lang`) → installed spaCy package or path;
     # "*" serves every other language (and documents without a `lang` column).
-    ner_models: Dict[str, str] = field(default_factory=dict)
-    ner_score: float = 0.85
+    ner_models: Dict[str, str]
+    ner_score: float
     # A document the analyzer cannot finish within these bounds goes to errors/, not to kept/.
-    regex_timeout_s: float = 5.0
-    max_doc_chars: int = 2_000_000
+    regex_timeout_s: float
+    max_doc_chars: int
 
     def validate(self, prefix: str) -> None:
         for key in list(self.enabled) + list(self.placeholders):

@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from udfs.common.config import ConfigError, require_file
-from udfs.common.worker import worker_resource
-from scoring_service.artifacts import DEFAULT_MODEL_DIR
+from corpusmill.config import ConfigError, defaults_from_yaml, require_file
 from scoring_service.client import LocalService, ScoringClient, ScoringUnavailable
+from scoring_service.model.artifacts import DEFAULT_MODEL_DIR
+from udfs.common.worker import worker_resource
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from scoring_service.backend import TextScorer
+    from scoring_service.model.scorer import TextScorer
 
 ON_FAILURE = ("fail", "null")
 MODES = ("service", "local")
@@ -24,36 +24,37 @@ DEVICES = ("CPU", "GPU", "Ascend")
 
 
 @dataclass(frozen=True)
+@defaults_from_yaml("score")
 class ScoreConfig:
     # "service": score through the HTTP scoring service; "local": every Spark Python worker loads
     # the model once and scores in process (clusters without a separate inference host).
-    mode: str = "service"
+    mode: str
     # URL of a running scoring service, or a list of replicas' URLs (each task starts on one by its
     # partition id, and moves to the next when one fails); empty: the stage starts one on
     # loopback (local Spark only).
-    service_url: Any = None
+    service_url: Any
     # Hash texts on the executors and send the service encoded batches (false: send the texts).
-    encode: bool = True
+    encode: bool
     # Model directory of the service the stage starts itself, and of local mode; empty: the
     # shipped default model.
-    model: Optional[str] = None
-    device: str = "CPU"
+    model: Optional[str]
+    device: str
     # Documents scoring at or above it are kept. Empty: the model's own F1-optimal threshold.
-    threshold: Optional[float] = None
-    batch_size: int = 256  # texts per request
-    timeout_s: float = 60.0
-    retries: int = 4
-    backoff_s: float = 0.5
-    backoff_max_s: float = 10.0
+    threshold: Optional[float]
+    batch_size: int  # texts per request
+    timeout_s: float
+    retries: int
+    backoff_s: float
+    backoff_max_s: float
     # After the retries: "fail" stops the stage with the service's error; "null" writes the rows
     # with a null score to errors/ (error = "score_unavailable") and goes on.
-    on_failure: str = "fail"
+    on_failure: str
     # Name of the environment variable holding the bearer token of a non-loopback service.
-    token_env: str = "CORPUSMILL_SCORE_TOKEN"
+    token_env: str
     # Rows that already carry a quality_score (a previous run's output) are not sent again, so a
     # new threshold needs no re-scoring.
-    reuse_scores: bool = True
-    startup_timeout_s: float = 180.0
+    reuse_scores: bool
+    startup_timeout_s: float
 
     def __post_init__(self):
         if isinstance(self.service_url, list):  # hashable, like the rest of the settings
@@ -133,7 +134,7 @@ def worker_client(urls: Sequence[str], settings: ScoreConfig, partition: int) ->
 
 def worker_scorer(settings: ScoreConfig) -> "TextScorer":
     """The model, loaded once per Python worker (``mode: local``)."""
-    from scoring_service.backend import TextScorer  # MindSpore only where the model runs
+    from scoring_service.model.scorer import TextScorer  # MindSpore only where the model runs
 
     return worker_resource("score.model", (settings.model_dir, settings.device),
                            lambda: TextScorer.load(settings.model_dir, device=settings.device))

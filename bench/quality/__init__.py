@@ -1,0 +1,1 @@
+"""Output quality against references: extraction, language ID, dedup and PII evaluations."""

@@ -1,0 +1,73 @@
+"""A trained model on disk, readable without MindSpore (clients, the driver and the CLI use this).
+
+A model directory holds::
+
+    model.json      name, version, hashing spec, network shape, threshold, metrics
+    model.ckpt      MindSpore checkpoint (for fine-tuning, or loading without MindIR)
+    model.counted.mindir  the exported inference graph; its inputs are ``features.Encoded``: content,
+                    content_segments, lines, lines_rows (int32 [None]) and layout (int32 [None, None])
+    MODEL_CARD.md   data sources and licences, counts, held-out metrics, P-R curve
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+from scoring_service.model.features import HashingSpec
+
+MODEL_JSON, CHECKPOINT, MINDIR, CARD = "model.json", "model.ckpt", "model.counted.mindir", "MODEL_CARD.md"
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # scoring_service/
+DEFAULT_MODEL_DIR = os.path.join(_PACKAGE_DIR, "models", "default")  # the shipped model
+
+
+@dataclass(frozen=True)
+class NetShape:
+    dim: int = 16
+    hidden: int = 32
+    dropout: float = 0.1
+    # Share of training examples whose content bag is hidden, so that the layout bags must carry
+    # the decision on their own (what the model falls back on for scripts it has seen little of).
+    content_dropout: float = 0.25
+
+
+@dataclass
+class ModelInfo:
+    """``model.json``: everything needed to hash text and read the network back."""
+
+    name: str
+    version: str
+    hashing: HashingSpec
+    shape: NetShape
+    threshold: float = 0.5
+    metrics: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "version": self.version, "hashing": self.hashing.to_dict(),
+                "shape": asdict(self.shape), "threshold": self.threshold, "metrics": self.metrics}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ModelInfo":
+        return cls(name=data["name"], version=str(data["version"]),
+                   hashing=HashingSpec.from_dict(data["hashing"]), shape=NetShape(**data["shape"]),
+                   threshold=float(data["threshold"]), metrics=data.get("metrics", {}))
+
+
+def served_file(model_dir: str) -> str:
+    """The file the service loads the network from: the MindIR graph, or the checkpoint in a folder
+    without one (trained before the graph took the counted content bag of ``features.Encoded``: the
+    same parameters; its older graph would read the count classes as rows)."""
+    return MINDIR if os.path.exists(os.path.join(model_dir, MINDIR)) else CHECKPOINT
+
+
+def read_info(model_dir: str) -> ModelInfo:
+    path = os.path.join(model_dir, MODEL_JSON)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{model_dir}: not a model directory (no {MODEL_JSON})")
+    with open(path, encoding="utf-8") as fh:
+        return ModelInfo.from_dict(json.load(fh))
+
+
+def write_info(model_dir: str, info: ModelInfo) -> None:
+    with open(os.path.join(model_dir, MODEL_JSON), "w", encoding="utf-8") as fh:
+        json.dump(info.to_dict(), fh, indent=2)

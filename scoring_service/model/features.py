@@ -1,0 +1,305 @@
+"""Text → model inputs, vectorised with numpy; the one encoder shared by training and serving.
+
+A batch of texts becomes the model's three bags (``Encoded``):
+
+* ``content`` — hashed character n-grams of the normalised text (this is how CJK
+  is covered: no word segmenter, and character n-grams also see punctuation and line breaks), word
+  unigrams and word bigrams (fastText's features).
+* ``lines`` — the shape of every line (length bucket × how it ends) and of every pair
+  of adjacent lines: a menu is a run of short lines without sentence punctuation in any script.
+* ``layout [batch, LAYOUT_FEATURES]`` — document statistics in buckets: length, line count, mean
+  line length, the share of lines ending in sentence punctuation or in none, sentence and clause
+  punctuation per 100 units, digit and symbol shares.
+
+Lengths are counted in script-neutral units (a CJK character counts 3, about one word of Latin
+text), and CJK and full-width punctuation is mapped to ASCII, so ``lines`` and ``layout`` mean the
+same thing in Chinese as in English: the model can carry over what it learned about the layout of
+prose and of boilerplate to scripts it has little training text for.
+
+The content bag is hashed in compiled code (``_features.pyx``), in one pass over the batch's code
+points, and counted there (each id once per set bit of its count in its text, ``COUNT_BITS``); the
+line shapes and the layout with numpy. There is no Python loop over n-grams, only one normalisation
+call per text.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import NamedTuple, Sequence, Tuple
+
+import numpy as np
+
+from scoring_service.model import _features
+
+_BOS, _EOS = "\x02", "\x03"  # text boundaries: n-grams like "\x02ho" or ".\x03" say how a text starts/ends
+# Digits → 0 (dates, prices and counts share their n-grams); full-width and CJK punctuation → ASCII,
+# so that n-grams such as ".\n" or ", " learned on one script carry over to CJK text.
+_TRANSLATE = str.maketrans({
+    **{chr(c): "0" for c in range(0x31, 0x3A)},
+    **{chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)},
+    **{chr(c): "0" for c in range(0xFF10, 0xFF1A)},
+    "\u3002": ".", "\u3001": ",", "\uff61": ".", "\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'",
+    "\u300c": '"', "\u300d": '"', "\u300e": '"', "\u300f": '"', "\u300a": '"', "\u300b": '"',
+    "\u3010": "[", "\u3011": "]", "\u2026": "...",
+})
+
+
+def _codes(chars: str) -> np.ndarray:
+    return np.array([ord(c) for c in chars], dtype=np.uint64)
+
+
+_SENTENCE_END = _codes(".!?")
+_CLAUSE_END = _codes(",;:-\u2013\u2014")
+_CLOSERS = _codes("\"')]")
+_SYMBOLS = _codes("|/\\#@*=+_~^<>[]{}&%$\u00bb\u00ab\u203a\u2039\u2022\u00b7\u00a9\u00ae\u2122\u2192\u25b6\u25ba")
+# Each code point's classes for the layout, looked up once per code point of a batch instead of a set
+# or range test per class over all of them: the low two bits hold the punctuation class (1 sentence end,
+# 2 clause end, 3 symbol), _CJK marks the scripts written without spaces between words (Han, kana,
+# hangul, CJK punctuation). Code points from 0x40000 up are in no class.
+_CJK = 4
+_CJK_RANGES = ((0x2E80, 0x9FFF), (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0xFF00, 0xFFEF), (0x20000, 0x3FFFF))
+_CHAR_CLASS = np.zeros(0x40001, dtype=np.uint8)
+for _low, _high in _CJK_RANGES:
+    _CHAR_CLASS[_low:_high + 1] = _CJK
+for _class, _members in enumerate((_SENTENCE_END, _CLAUSE_END, _SYMBOLS), start=1):
+    assert not (_CHAR_CLASS[_members] & 3).any()  # each mark in one class
+    _CHAR_CLASS[_members] |= _class
+
+
+def _char_class(cp: np.ndarray) -> np.ndarray:
+    return _CHAR_CLASS[np.minimum(cp, len(_CHAR_CLASS) - 1)]
+
+
+# Line shapes: 11 log2 length buckets × 3 endings; ids 1..33 for a line, then pairs of lines.
+_LENGTH_BUCKETS, _ENDINGS = 11, 3
+_SHAPES = _LENGTH_BUCKETS * _ENDINGS
+_PAIR_BASE = 1 + _SHAPES
+# Layout: (name, bucket edges); each feature's bucket is one token of the layout bag.
+_LAYOUT_EDGES = (
+    ("log2_units", None),
+    ("log2_lines", None),
+    ("log2_mean_line_units", None),
+    ("sentence_end_line_share", (0.1, 0.3, 0.5, 0.7, 0.9)),
+    ("bare_line_share", (0.1, 0.3, 0.5, 0.7, 0.9)),
+    ("sentence_punct_per_100", (0.05, 0.2, 0.4, 0.7, 1.0, 1.5, 2.5, 4.0)),
+    ("clause_punct_per_100", (0.1, 0.4, 0.8, 1.5, 2.5, 4.0, 7.0)),
+    ("digit_share", (0.005, 0.02, 0.05, 0.1, 0.2, 0.4)),
+    ("symbol_share", (0.002, 0.01, 0.03, 0.06, 0.12, 0.25)),
+)
+LAYOUT_FEATURES = len(_LAYOUT_EDGES)
+_LAYOUT_BASE = _PAIR_BASE + _SHAPES * _SHAPES
+_LAYOUT_SLOTS = 16  # buckets per layout feature
+LAYOUT_VOCAB = _LAYOUT_BASE + LAYOUT_FEATURES * _LAYOUT_SLOTS
+
+
+@dataclass(frozen=True)
+class HashingSpec:
+    """Feature parameters; saved with a model so that serving hashes exactly as training did."""
+
+    buckets: int = 1 << 15
+    char_ngrams: Tuple[int, ...] = (2, 3, 4)
+    word_ngrams: int = 2
+    # Only the head of a document is read: enough to tell prose from boilerplate, bounded cost.
+    max_chars: int = 2000
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "HashingSpec":
+        return cls(**{**data, "char_ngrams": tuple(data["char_ngrams"])})
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "char_ngrams": list(self.char_ngrams)}
+
+    @property
+    def digest(self) -> str:
+        """Names the spec: encoded texts carry it, so that a service never scores ids hashed another way."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+    @property
+    def max_content_ids(self) -> int:
+        """Most content ids one text can have: each n-gram order has at most one per character of the
+        normalised text (``max_chars`` and its two boundary marks)."""
+        return (len(self.char_ngrams) + self.word_ngrams) * (self.max_chars + 2)
+
+    @property
+    def max_line_ids(self) -> int:
+        """Most line ids one text can have: a line and a pair of lines per character at most."""
+        return 2 * (self.max_chars + 2)
+
+
+# Classes of the content bag's counts: an id counted c times in a text is listed once per set bit of c
+# (``_features.counted_bag``), so the network gathers about half the embeddings a list of every
+# occurrence takes (n-grams repeat within a text) and weighs each class by its power of two, which is
+# exact. 16 covers every count a text of up to ~13,000 characters can have; a larger count goes whole
+# to the top class.
+COUNT_BITS = 16
+
+
+class Encoded(NamedTuple):
+    """A batch as the network takes it, all ``int32``: each variable-length bag as the ids of all
+    texts one after another with, per id, the segment it is summed in; no padding, so the network's
+    cost follows the ids, not the longest text. The lines bag's segment is the row (text); the content
+    bag's is ``row * COUNT_BITS + k`` for an id that stands for 2**k of its occurrences in the text.
+    ``layout [batch, LAYOUT_FEATURES]`` is a matrix (0 = padding) and gives the batch size."""
+
+    content: np.ndarray
+    content_segments: np.ndarray
+    lines: np.ndarray
+    lines_rows: np.ndarray
+    layout: np.ndarray
+
+
+class Bags(NamedTuple):
+    """A batch's bags unpadded (what travels between executors and the service): the ids of all
+    texts one after another and, per bag, the offset where each text's ids start (``batch + 1``
+    offsets), plus the ``[batch, LAYOUT_FEATURES]`` layout matrix. The content bag is counted: each
+    id has its count class beside it (``COUNT_BITS``)."""
+
+    content: np.ndarray
+    content_classes: np.ndarray
+    content_offsets: np.ndarray
+    lines: np.ndarray
+    lines_offsets: np.ndarray
+    layout: np.ndarray
+
+    @property
+    def rows(self) -> int:
+        return len(self.layout)
+
+    def line_counts(self) -> np.ndarray:
+        return np.diff(self.lines_offsets)
+
+    def encoded(self, rows: np.ndarray) -> Encoded:
+        """The network's input for ``rows`` (indices, in that order)."""
+        content, classes, content_rows = _gather_rows(self.content_offsets, rows, self.content, self.content_classes)
+        lines, lines_rows = _gather_rows(self.lines_offsets, rows, self.lines)
+        return Encoded(content.astype(np.int32, copy=False), content_rows * COUNT_BITS + classes,
+                       lines.astype(np.int32, copy=False), lines_rows, self.layout[rows])
+
+    def take(self, start: int, stop: int) -> "Bags":
+        """Rows ``start:stop``."""
+        c, l = self.content_offsets, self.lines_offsets
+        return Bags(self.content[c[start]:c[stop]], self.content_classes[c[start]:c[stop]],
+                    c[start:stop + 1] - c[start], self.lines[l[start]:l[stop]], l[start:stop + 1] - l[start],
+                    self.layout[start:stop])
+
+    @staticmethod
+    def concat(parts: Sequence["Bags"]) -> "Bags":
+        def joined_offsets(offsets):
+            shifts = np.cumsum([0] + [o[-1] for o in offsets[:-1]])
+            return np.concatenate([[0]] + [o[1:] + shift for o, shift in zip(offsets, shifts)]).astype(np.int64)
+
+        return Bags(np.concatenate([p.content for p in parts]), np.concatenate([p.content_classes for p in parts]),
+                    joined_offsets([p.content_offsets for p in parts]),
+                    np.concatenate([p.lines for p in parts]), joined_offsets([p.lines_offsets for p in parts]),
+                    np.concatenate([p.layout for p in parts]))
+
+
+def normalize(text: str, max_chars: int) -> str:
+    """Lower case, digits → 0, ASCII punctuation, runs of spaces → one space, line break runs → one newline.
+
+    Reads at most ``2 * max_chars`` characters of the input (clients may truncate there).
+    """
+    lines = (" ".join(line.split()) for line in text[: max_chars * 2].split("\n"))
+    return "\n".join(line for line in lines if line)[:max_chars].lower().translate(_TRANSLATE)
+
+
+def _gather_rows(offsets: np.ndarray, rows: np.ndarray, *columns: np.ndarray) -> Tuple[np.ndarray, ...]:
+    """Each of ``columns`` (aligned, split into texts by ``offsets``) for ``rows`` one after another,
+    then the position in ``rows`` each entry came from. A batch without entries gets one padding entry
+    (0, counted by no row), since the graph takes no empty tensor."""
+    lengths = np.diff(offsets)[rows]
+    total = int(lengths.sum())
+    if total == 0:
+        return (*(np.zeros(1, dtype=column.dtype) for column in columns), np.zeros(1, dtype=np.int32))
+    row_of = np.repeat(np.arange(len(rows), dtype=np.int32), lengths)
+    first = rows[0]
+    if rows[-1] - first + 1 == len(rows) and np.array_equal(rows, np.arange(first, first + len(rows))):
+        # Consecutive rows (the scorer's sub-batches): their entries are one slice, no gather.
+        taken = slice(offsets[first], offsets[first + len(rows)])
+    else:
+        within = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        taken = np.repeat(offsets[:-1][rows], lengths) + within
+    return (*(column[taken] for column in columns), row_of)
+
+
+def _flat(docs: np.ndarray, ids: np.ndarray, batch: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Ids grouped by text (in their order within each text) and the offsets where each text starts."""
+    order = np.argsort(docs, kind="stable")
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(docs, minlength=batch)))).astype(np.int64)
+    return ids[order].astype(np.int32), offsets
+
+
+class FeatureHasher:
+    """Texts → ``Encoded`` bags. Stateless."""
+
+    def __init__(self, spec: HashingSpec):
+        self.spec = spec
+        self._char_orders = np.array(spec.char_ngrams, dtype=np.int64)
+
+    def encode(self, texts: Sequence[str]) -> Encoded:
+        """A batch as the network takes it."""
+        return self.encode_bags(texts).encoded(np.arange(len(texts)))
+
+    def encode_bags(self, texts: Sequence[str]) -> Bags:
+        """The unpadded bags of a batch (what clients send the service)."""
+        spec = self.spec
+        normed = [_BOS + normalize(t or "", spec.max_chars) + _EOS for t in texts]
+        cp = np.frombuffer("".join(normed).encode("utf-32-le", "replace"), dtype=np.uint32).astype(np.uint64)
+        lengths = np.fromiter((len(t) for t in normed), dtype=np.int64, count=len(normed))
+        content = _features.counted_bag(*_features.content_bags(cp, lengths, self._char_orders, spec.word_ngrams,
+                                                                spec.buckets), COUNT_BITS)
+        line_doc, line_ids, layout = self._layout(cp, np.repeat(np.arange(len(normed)), lengths), len(normed))
+        return Bags(*content, *_flat(line_doc, line_ids, len(texts)), layout)
+
+    # -- internals
+
+    @staticmethod
+    def _layout(cp: np.ndarray, doc: np.ndarray, batch: int):
+        """Line-shape tokens (flat ``doc``, ``id``) and the ``[batch, LAYOUT_FEATURES]`` layout ids."""
+        classes = _char_class(cp)
+        weight = np.where(classes & _CJK, 3, 1)
+        marker = (cp == 10) | (cp == 2) | (cp == 3)
+        units = np.concatenate(([0], np.cumsum(np.where(marker, 0, weight))))
+
+        sep = np.flatnonzero(marker)
+        opens = cp[sep[:-1]] != 3  # a line runs from a BOS or newline to the next marker
+        start, end = sep[:-1][opens] + 1, sep[1:][opens]
+        length = units[end] - units[start]
+        keep = length > 0
+        start, end, length = start[keep], end[keep], length[keep]
+        last = cp[end - 1]
+        last = np.where(np.isin(last, _CLOSERS) & (end - 2 >= start), cp[np.maximum(end - 2, start)], last)
+        ending = np.where(np.isin(last, _SENTENCE_END), 0, np.where(np.isin(last, _CLAUSE_END), 1, 2))
+        shape = np.minimum(np.log2(length).astype(np.int64), _LENGTH_BUCKETS - 1) * _ENDINGS + ending
+        line_doc = doc[start]
+        same = line_doc[1:] == line_doc[:-1]
+        pair = _PAIR_BASE + shape[:-1][same] * _SHAPES + shape[1:][same]
+        lines_doc = np.concatenate((line_doc, line_doc[1:][same]))
+        lines_ids = np.concatenate((1 + shape, pair)).astype(np.int32)
+
+        def per_doc(values_doc, weights=None):
+            return np.bincount(values_doc, weights=weights, minlength=batch).astype(np.float64)
+
+        punctuation = classes & 3
+        # The units of each text: differences of the running count at the texts' starts (doc is sorted).
+        total_units = np.diff(units[np.searchsorted(doc, np.arange(batch + 1))]).astype(np.float64)
+        n_lines = per_doc(line_doc)
+        per_100 = 100.0 / np.maximum(total_units, 1.0)
+        safe_lines = np.maximum(n_lines, 1.0)
+        values = (
+            np.log2(np.maximum(total_units, 1.0)),
+            np.log2(np.maximum(n_lines, 1.0)),
+            np.log2(np.maximum(total_units / safe_lines, 1.0)),
+            per_doc(line_doc, ending == 0) / safe_lines,
+            per_doc(line_doc, ending == 2) / safe_lines,
+            per_doc(doc[punctuation == 1]) * per_100,
+            per_doc(doc[punctuation == 2]) * per_100,
+            per_doc(doc[cp == 0x30]) * per_100 / 100.0,
+            per_doc(doc[punctuation == 3]) * per_100 / 100.0,
+        )
+        layout = np.empty((batch, LAYOUT_FEATURES), dtype=np.int32)
+        for k, ((_, edges), value) in enumerate(zip(_LAYOUT_EDGES, values)):
+            bucket = value.astype(np.int64) if edges is None else np.searchsorted(edges, value, side="right")
+            layout[:, k] = _LAYOUT_BASE + k * _LAYOUT_SLOTS + np.minimum(bucket, _LAYOUT_SLOTS - 1)
+        return lines_doc, lines_ids, layout
