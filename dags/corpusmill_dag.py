@@ -38,14 +38,20 @@ HOME = os.environ.get("CORPUSMILL_HOME") or CLONE
 
 def declared_stage_order(home: str) -> list:
     """The stages of the clone at ``home`` in their declared order, read from the ``name`` and ``order``
-    of each class in jobs/stages/*.py as source text: the scheduler parses this file without corpusmill
-    installed, and a stage added there gets its task without touching this file."""
+    of each class in jobs/stages/*.py and jobs/stages/*/__init__.py (a stage with parts is a package) as
+    source text: the scheduler parses this file without corpusmill installed, and a stage added there
+    gets its task without touching this file."""
     declared = []
     folder = os.path.join(home, "jobs", "stages")
-    for file_name in sorted(os.listdir(folder)):
-        if not file_name.endswith(".py") or file_name == "__init__.py":
+    for entry in sorted(os.listdir(folder)):
+        path = os.path.join(folder, entry)
+        if os.path.isdir(path):
+            path = os.path.join(path, "__init__.py")
+            if not os.path.isfile(path):
+                continue
+        elif not entry.endswith(".py") or entry == "__init__.py":
             continue
-        with open(os.path.join(folder, file_name), encoding="utf-8") as source:
+        with open(path, encoding="utf-8") as source:
             tree = ast.parse(source.read())
         for node in tree.body:
             if isinstance(node, ast.ClassDef):

@@ -226,8 +226,11 @@ def one_line_errors(command, *args) -> int:
 
 
 def main_for_stage(stage: str, argv: Optional[List[str]] = None) -> int:
-    """Entry of ``spark-submit jobs/stages/<stage>.py``: the run options, one stage."""
-    parser = argparse.ArgumentParser(prog=f"jobs/stages/{stage}.py", description=f"corpusmill stage {stage}")
+    """Entry of ``spark-submit jobs/stages/<stage>.py`` (``<stage>/__main__.py`` for a stage that is a
+    package): the run options, one stage."""
+    module = sys.modules[registry.stage_class(stage).__module__]
+    entry = f"jobs/stages/{stage}/__main__.py" if hasattr(module, "__path__") else f"jobs/stages/{stage}.py"
+    parser = argparse.ArgumentParser(prog=entry, description=f"corpusmill stage {stage}")
     add_run_arguments(parser, with_stages=False)
     args = parser.parse_args(argv)
     return one_line_errors(run_command, args, [stage])

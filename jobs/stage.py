@@ -1,7 +1,8 @@
 """The stage contract: what a stage declares about itself, and the hooks the runner calls.
 
-A stage is one small class in ``jobs/stages/<name>.py``; the per-record logic it applies lives in
-``udfs/<name>/`` and its settings in ``conf/<name>.yaml``. The class declares, once, everything the
+A stage is one small class in ``jobs/stages/<name>.py`` (or, its Spark wiring in parts, in the package
+``jobs/stages/<name>/``'s ``__init__.py``); the per-record logic it applies lives in ``udfs/<name>/`` and
+its settings in ``conf/<name>.yaml``. The class declares, once, everything the
 rest of the project needs to know about it: its ``name`` (also its config section and its folder
 under the run), its ``config`` class, its place in the pipeline (``order``), what it reads
 (``input``: WARC files or the Parquet documents of the stage before it; ``reads``: settings of

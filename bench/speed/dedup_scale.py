@@ -74,11 +74,12 @@ def generate(n: int, path: Path, seed: int = 42) -> None:
 
 def run_one(n: int, work: Path) -> None:
     """Child process: time the signature pass and the whole stage on docs-<n>."""
-    from jobs import config
     from corpusmill.config import CONF_DIR
-    from jobs.stages.dedup import DedupStage
+    from jobs import config
     from jobs.pipeline import run_pipeline
     from jobs.spark import get_session
+    from jobs.stages.dedup import DedupStage
+    from jobs.stages.dedup.signatures import signatures
 
     cfg = config.load(overrides={**config.read_yaml(CONF_DIR / "dedup.yaml"),
                                  "spark": {"conf": {"spark.ui.enabled": "false",
@@ -87,8 +88,7 @@ def run_one(n: int, work: Path) -> None:
     source = str(work / f"docs-{n}")
     shutil.rmtree(work / "out" / f"n{n}", ignore_errors=True)  # else the finished stage is skipped
     started = time.time()
-    stage = DedupStage(spark, cfg)
-    stage.signatures(spark.read.parquet(source)).write.format("noop").mode("overwrite").save()
+    signatures(spark.read.parquet(source), DedupStage(spark, cfg).settings).write.format("noop").mode("overwrite").save()
     signatures_s = time.time() - started
     started = time.time()
     stats = run_pipeline(spark, cfg, [source], ["dedup"], str(work / "out"), f"n{n}", echo=lambda _: None)[0]

@@ -4,7 +4,7 @@ and what each stage adds for its own section (``Stage.report_facts``: a score hi
 per type …), as plain Python values, so that rendering (``jobs/report/render.py``) needs no Spark.
 
 The report is the file people share, so every excerpt and URL it shows passes through the pii
-stage's scrubber (``jobs.transforms.scrub.scrubbed_rows``, with the run's ``pii`` settings) first:
+stage's scrubber (``jobs.scrubbing.scrubbed_rows``, with the run's ``pii`` settings) first:
 the rejected samples of extract and filter come from before the pii stage and are raw on disk. A
 stage that writes its own scrubbed spot-check files (filter's ``samples/``) is shown from them.
 """
@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from corpusmill.run_folder import STATS
 from jobs import registry
 from jobs.fs import HadoopFS
-from jobs.transforms.scrub import scrubbed_rows, spot_check_picks
+from jobs.scrubbing import scrubbed_rows, spot_check_picks
 from udfs.pii.scrub import PiiConfig
 
 SAMPLES_PER_REASON = 3

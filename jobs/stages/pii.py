@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from jobs.fs import HadoopFS
 from jobs.report.svg import bar_chart
-from jobs.transforms.scrub import scrubbed
+from jobs.scrubbing import scrubbed
 from jobs.stage import Stage, Transformed
 from udfs.pii.scrub import PiiConfig, build_scrubber_in_background
 

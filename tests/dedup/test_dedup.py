@@ -12,7 +12,7 @@ from tools.fixtures.dedup_corpus import (edit_chars, edit_words, expected_remove
                                          similar_pairs, wiki_paragraphs, with_boilerplate)
 from jobs import config
 from jobs.stages.dedup import DedupStage
-from jobs.transforms.components import Checkpointer, attach_group_min, connected_components, join_hot_safe
+from jobs.stages.dedup.components import Checkpointer, attach_group_min, connected_components, join_hot_safe
 from jobs.pipeline import run_pipeline
 from jobs.runner import transformed
 

@@ -11,8 +11,8 @@ from conftest import shared
 from corpusmill.config import ConfigError
 from jobs import config
 from jobs.pipeline import run_pipeline
-from jobs.stages.dedup import EARLIER_RULE, DedupStage
-from jobs.transforms.dedup_index import INDEX
+from jobs.stages.dedup import DedupStage
+from jobs.stages.dedup.earlier_runs import EARLIER_RULE, INDEX
 from tools.fixtures.dedup_corpus import (edit_chars, edit_words, peoples_daily_paragraphs, similar_pairs,
                                          wiki_paragraphs, with_boilerplate)
 

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from conftest import shared
 from corpusmill.config import ConfigError, build
-from jobs.transforms.perplexity import with_perplexity, with_ppl_bucket
+from jobs.stages.filter.perplexity import with_perplexity, with_ppl_bucket
 from tools.ngram_lm_train import estimate, main, paragraphs_of_file
 from udfs.filter.ngram_lm import (BOS, EOS, UNK, KenLMModel, NgramModel, load_model, read_arpa, tokenize, tokenize_all,
                                   tokenize_lines, tokenize_reference, write_arpa)

@@ -7,7 +7,7 @@ import pytest
 
 from jobs import config
 from jobs.pipeline import run_pipeline
-from jobs.transforms.scrub import scrubbed as scrubbed_docs, scrubbed_rows
+from jobs.scrubbing import scrubbed as scrubbed_docs, scrubbed_rows
 from udfs.pii.scrub import PiiConfig
 
 DOCS = [

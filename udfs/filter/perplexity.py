@@ -12,7 +12,7 @@ another language's model.
 Two decisions use it:
 * the ``perplexity`` rule: a maximum per language (``max_perplexity``), like any filter rule;
 * ``ppl_bucket``: CCNet's head / middle / tail, cut at per-language percentiles of the run's own
-  distribution (``bucket_quantiles``), computed in a second pass over the run (``jobs/transforms/perplexity.py``)
+  distribution (``bucket_quantiles``), computed in a second pass over the run (``jobs/stages/filter/perplexity.py``)
   so a mixture can weight the buckets.
 
 The shipped models live in ``udfs/filter/lm_models/`` (``<lang>.arpa.gz`` + ``<lang>.card.json``: sources,

@@ -1,7 +1,7 @@
 """filter: language ID and heuristic quality rules over documents (Gopher, C4, FineWeb, a table of
 simple thresholds, n-gram perplexity).
 
-    spark-submit jobs/stages/filter.py --input out/demo/extract/kept --run demo
+    spark-submit jobs/stages/filter/__main__.py --input out/demo/extract/kept --run demo
 
 Every document passes once through ``udfs.filter.rules.DocumentFilter`` inside an Arrow batch
 (``mapInArrow``): fastText LID, the quality signals, the rules. Kept and rejected rows both carry
@@ -14,7 +14,7 @@ are for people to read, so their text and URL are scrubbed with the ``pii`` sett
 declares that read) whether or not the run has a pii stage; the Parquet rows stay raw.
 
 Documents in a language with an n-gram model also get ``perplexity``; a second pass
-(``jobs/transforms/perplexity.py``) cuts each language's perplexities of the kept documents at
+(``perplexity.py`` beside this class) cuts each language's perplexities of the kept documents at
 ``perplexity.bucket_quantiles`` into CCNet's ``ppl_bucket`` (head / middle / tail) on every row, and
 ``_stats.json`` records the cut-offs (``ppl_cutoffs``).
 """
@@ -37,9 +37,9 @@ from jobs.fs import HadoopFS
 from jobs.report.facts import top_counts
 from jobs.report.render import table
 from jobs.report.svg import bar_chart
-from jobs.transforms.perplexity import with_ppl_bucket
-from jobs.transforms.scrub import scrubbed_rows, spot_check_picks
+from jobs.scrubbing import scrubbed_rows, spot_check_picks
 from jobs.stage import Stage, Transformed, bookkeeping_fields, measured_values, over_limit_as_errors
+from jobs.stages.filter.perplexity import with_ppl_bucket
 from udfs.filter.rules import FILTER_SIGNALS, DocumentFilter, FilterConfig
 
 _ARROW_KINDS = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
@@ -193,10 +193,3 @@ class FilterStage(Stage):
             fs.write_text(f"{stage_dir}/{files[rule]}", "\n".join(lines) + "\n")
         return files
 
-
-if __name__ == "__main__":
-    import sys
-
-    from jobs.cli import main_for_stage
-
-    sys.exit(main_for_stage("filter"))

@@ -6,8 +6,8 @@ Components in MapReduce and Beyond", 2014), each round cut from its lineage by a
 no GraphFrames. An edge set the caller knows to be small is collected and solved on the driver
 instead (scipy), with the same result in one job. ``join_hot_safe`` and ``attach_group_min`` attach a
 group's value back to its members, salting any key with more than ``cap`` rows over several tasks.
-The dedup stage clusters with them; they sit here so that a stage, the report or a notebook can use
-them without importing a stage.
+The dedup stage clusters with them; they know nothing of its settings, so a notebook can apply them
+to any edges.
 """
 from __future__ import annotations
 
@@ -50,6 +50,12 @@ def join_hot_safe(many: DataFrame, one: DataFrame, keys: List[str], spread_by: s
 def fits_broadcast(table: DataFrame, limit: int) -> bool:
     """Whether ``table`` (materialised: this counts it) has at most ``limit`` rows; 0: never."""
     return bool(limit) and table.limit(limit + 1).count() <= limit
+
+
+def small(table: DataFrame, limit: int) -> DataFrame:
+    """``table`` (materialised) marked for broadcast when it has at most ``limit`` rows: joined so, the
+    rows it is joined with stay where they are read instead of being shuffled to it."""
+    return F.broadcast(table) if fits_broadcast(table, limit) else table
 
 
 def attach_group_min(rows: DataFrame, keys: List[str], value: Column, out: str, spread_by: str,

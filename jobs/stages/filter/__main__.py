@@ -1,0 +1,8 @@
+"""The filter stage on its own: ``spark-submit jobs/stages/filter/__main__.py`` (the run options, one stage)."""
+
+if __name__ == "__main__":
+    import sys
+
+    from jobs.cli import main_for_stage
+
+    sys.exit(main_for_stage("filter"))

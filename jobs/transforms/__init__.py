@@ -1,1 +1,0 @@
-"""DataFrame → DataFrame functions several stages, the report or a notebook apply."""
