@@ -40,7 +40,7 @@ fi
 export PATH="$VENV/bin:$PATH"
 export PYSPARK_PYTHON="$VENV/bin/python"
 export PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
-# The JVM's class archive, written once here (every stage on the bundled sample, ~1 min) rather than at
-# the end of the first real run, which it would slow down; a no-op once it exists.
+# The JVM's class archive, written once here (every stage on the bundled sample, ~1 min), so that the
+# first run already maps it; a no-op once it exists.
 "$VENV/bin/python" -m jobs.cli warm-up >/dev/null \
   || echo "corpusmill setup: the JVM's class archive was not written; runs start without it" >&2
