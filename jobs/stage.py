@@ -17,7 +17,9 @@ a reason), plus the few facts later hooks need (a plan, cut-offs, a schema). Any
 released (a persisted cache, a started service) is registered on the ``resources`` stack the runner
 passes in, and the runner closes it in ``finally``. A stage sees only the config it declares, so its
 fingerprint (``jobs/pipeline.py``), which hashes exactly that config, changes whenever its output
-could. How the runner writes, counts and commits a stage is in ``jobs/runner.py``.
+could. The runner applies the rest of the contract to every stage (``jobs/runner.py``, ``transformed``):
+the input checked at its door and every over-long text held back there, then made an errors/ row;
+the bookkeeping columns in their declared types; the write, the counts and the commit.
 """
 from __future__ import annotations
 
@@ -212,8 +214,8 @@ class Stage:
 
     def hold_back_long_texts(self, docs: DataFrame) -> DataFrame:
         """``docs`` with ``OVER_LIMIT`` set and the text null on every document over the limit, so that
-        what the stage hands its Python workers is bounded; ``over_limit_as_errors`` makes those rows
-        errors at the end."""
+        what the stage hands its Python workers is bounded (the runner's door, ``jobs.runner.admitted``);
+        ``over_limit_as_errors`` makes those rows errors at the end."""
         return docs.withColumn(OVER_LIMIT, self.too_long()).withColumn(
             "text", F.when(F.col(OVER_LIMIT).isNull(), F.col("text")))
 

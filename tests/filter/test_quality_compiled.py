@@ -148,7 +148,8 @@ def test_the_filter_uses_the_compiled_signals():
 def test_a_build_without_the_extension_says_how_to_build_it(tmp_path):
     """udfs/ shipped or checked out without the compiled module: importing the signals fails loudly
     (never a silent fall-back to the much slower Python) and names the install step."""
-    for name in ("__init__.py", "common/__init__.py", "common/table_cache.py", "filter/__init__.py", "filter/quality.py"):
+    for name in ("__init__.py", "common/__init__.py", "common/table_cache.py", "common/worker.py", "filter/__init__.py",
+                 "filter/quality.py"):
         (tmp_path / "udfs" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "udfs" / name).write_bytes((ROOT / "udfs" / name).read_bytes())
     result = subprocess.run([sys.executable, "-c", "import udfs.filter.quality"], cwd=tmp_path,
