@@ -97,10 +97,10 @@ def warm_up_in_background(config_path: Optional[str], cfg) -> None:
         archive.directory.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as out:
             config = ["--config", os.path.abspath(config_path)] if config_path else []
-            subprocess.Popen([sys.executable, "-m", "jobs.cli", "warm-up", *config],
+            nice = ["nice", "-n", "10"] if shutil.which("nice") else []  # behind the user's next run
+            subprocess.Popen([*nice, sys.executable, "-m", "jobs.cli", "warm-up", *config],
                              stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
-                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                             preexec_fn=lambda: os.nice(10))
+                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     except OSError as exc:  # an unwritable cache: runs go on without an archive
         progress_safe_print(f"corpusmill: the JVM's class archive is not written ({exc})")
         return
