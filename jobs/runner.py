@@ -356,7 +356,8 @@ def run_stage_after_chunks(stage: Stage, chunks: Sequence[Sequence[str]],
 
     def write_chunk(files: Sequence[str], tmp_dir: str) -> dict:
         chunk = load_chunk(files)
-        stage.chunk_step(admitted(stage, chunk)).write.option("compression", stage.cfg.io.parquet_compression).parquet(tmp_dir)
+        (stage.chunk_step(admitted(stage, chunk)).write
+            .option("compression", stage.cfg.io.parquet_compression).parquet(tmp_dir))
         return {"records_in": chunk.count()}
 
     finished = _commit_chunks(stage, fs, chunks, partial_dir, write_chunk, ("records_in",), echo, lease)
