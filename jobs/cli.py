@@ -79,18 +79,20 @@ def run_command(args: argparse.Namespace, stages: Optional[List[str]], write_cla
                         f"stats in {run_dir}/<stage>/_stats.json")
     progress_safe_print(f"corpusmill: report {write_report(spark, run_dir, cfg.pii)}")
     if not write_class_archive:
-        warm_up_in_background(args.config, cfg)
+        warm_up_in_background(args.config, cfg, spark)
     return 0 if all(s.get("reconciled", True) for s in all_stats) else 3
 
 
-def warm_up_in_background(config_path: Optional[str], cfg) -> None:
+def warm_up_in_background(config_path: Optional[str], cfg, spark) -> None:
     """Start ``corpusmill warm-up`` in a process of its own when a local run found no class archive:
-    the archive is written on no one's clock, and the runs after it start from it."""
-    from jobs.spark import ClassArchive
+    the archive is written on no one's clock, and the runs after it start from it. Not after a run
+    whose JVM spark-submit started (its master is the command line's, and it maps no archive of ours)."""
+    from jobs.spark import ClassArchive, under_spark_submit
 
+    if under_spark_submit() or not spark.sparkContext.master.startswith("local"):
+        return
     archive = ClassArchive.for_this_jvm(cfg.spark.class_archive_dir)
-    if (archive is None or not cfg.spark.master.startswith("local") or archive.path.exists()
-            or archive.being_written()):
+    if archive is None or archive.path.exists() or archive.being_written():
         return
     log = archive.directory / "warm-up.log"
     try:

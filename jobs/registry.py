@@ -3,8 +3,9 @@ caller registers (a notebook's or a plug-in's own stage), in pipeline order.
 
 A stage is found by importing each module of ``jobs.stages`` (a stage in parts is a package: its
 ``__init__``) and taking the ``Stage`` subclasses defined there; nothing else in the package lists the
-stages, so adding one is adding its module (with its udfs package and its YAML). The Airflow DAG keeps a written-out copy of the order, since
-the scheduler parses it without corpusmill installed; ``tests/pipeline/test_airflow_dag.py`` checks it.
+stages, so adding one is adding its module (with its udfs package and its YAML). The Airflow DAG reads
+the order from the stage modules' source, since the scheduler parses it without corpusmill installed;
+``tests/pipeline/test_airflow_dag.py`` checks that it finds this order.
 """
 from __future__ import annotations
 

@@ -202,6 +202,11 @@ def _start_context(conf: SparkConf, archive: Optional[ClassArchive] = None, writ
     SparkContext(conf=conf, gateway=gateway)
 
 
+def under_spark_submit() -> bool:
+    """Whether spark-submit started this driver's JVM: it hands Python its gateway (PYSPARK_GATEWAY_PORT)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def get_session(cfg: SparkConfig, write_class_archive: bool = False) -> SparkSession:
     """The active session, else a new one from ``cfg``; a JVM started here maps the class archive, or
     with ``write_class_archive`` writes it at exit when there is none (``corpusmill warm-up``)."""
@@ -213,12 +218,10 @@ def get_session(cfg: SparkConfig, write_class_archive: bool = False) -> SparkSes
     settings = {**BASE_CONF, **{k: str(v) for k, v in cfg.conf.items()}}
     builder = SparkSession.builder.appName(cfg.app_name)
     # Under spark-submit the JVM is already started, with the master from the command line: don't
-    # override it. spark-submit hands Python its gateway (PYSPARK_GATEWAY_PORT); before that JVM is
-    # reached, SparkConf() here is an empty Python-side dict and cannot tell. Otherwise the context
-    # started here takes the config's master unless spark.conf names one.
-    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    # override it. Before that JVM is reached, SparkConf() here is an empty Python-side dict and cannot
+    # tell. Otherwise the context started here takes the config's master unless spark.conf names one.
     try:
-        if not submitted and SparkContext._active_spark_context is None:
+        if not under_spark_submit() and SparkContext._active_spark_context is None:
             java_options = settings.get("spark.driver.extraJavaOptions", "")
             settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{LOG4J2} {java_options}".strip()
             conf = SparkConf().setAppName(cfg.app_name).setAll(settings.items())

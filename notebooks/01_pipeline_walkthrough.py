@@ -60,19 +60,21 @@ def show(df, rows: int = 5) -> None:
         df.show(rows, truncate=60, vertical=False)
 
 
-def run_stage_cell(stage: str, shown_before=()) -> dict:
+def run_stage_cell(stage: str, shown_before=()) -> tuple:
     """Run one stage of this run (a stage reading files reads INPUT, the others the previous kept/) and
-    show a few kept rows: the id, the columns the stage added, the text."""
+    show a few kept rows: the id, the columns the stage added, the text. Returns its stats and the
+    columns of its kept/ (``shown_before`` unchanged when it has none)."""
     stats = run_pipeline(spark, cfg, [INPUT] if registry.stage_class(stage).input == "files" else [], [stage],
                          OUTPUT, RUN)[0]
     print(json.dumps({k: v for k, v in stats.items() if not isinstance(v, (list, dict)) or k in
                       ("rejected", "errors", "skipped")}, indent=1))
     kept = f"{OUTPUT}/{RUN}/{stage}/kept"
-    if HadoopFS(spark).exists(kept):
-        docs = spark.read.parquet(kept)
-        added = [c for c in docs.columns if c not in shown_before and c not in ("id", "text")]
-        show(docs.select(*[c for c in ("id", *added, "text") if c in docs.columns]))
-    return stats
+    if not HadoopFS(spark).exists(kept):
+        return stats, shown_before
+    docs = spark.read.parquet(kept)
+    added = [c for c in docs.columns if c not in shown_before and c not in ("id", "text")]
+    show(docs.select(*[c for c in ("id", *added, "text") if c in docs.columns]))
+    return stats, tuple(docs.columns)
 
 
 # COMMAND ----------
@@ -89,10 +91,7 @@ stats = {}
 columns_so_far = ()
 for stage in registry.stage_order():
     print("==", (sys.modules[registry.stage_class(stage).__module__].__doc__ or stage).strip().splitlines()[0])
-    stats[stage] = run_stage_cell(stage, columns_so_far)
-    kept = f"{OUTPUT}/{RUN}/{stage}/kept"
-    if HadoopFS(spark).exists(kept):
-        columns_so_far = tuple(spark.read.parquet(kept).columns)
+    stats[stage], columns_so_far = run_stage_cell(stage, columns_so_far)
 for shard in stats.get("mindrecord", {}).get("shards", []):
     print(shard)
 

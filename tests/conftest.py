@@ -6,6 +6,7 @@ Test modules import this file as ``conftest`` (``from conftest import shared``),
 """
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from pathlib import Path
@@ -38,6 +39,17 @@ def pytest_runtest_setup(item):
     """``@pytest.mark.shared_data(rel)``: for parameters built from shared data at collection time."""
     for mark in item.iter_markers("shared_data"):
         shared(*mark.args)
+
+
+def dag_stage_order(clone: Path) -> list:
+    """The stage order the Airflow DAG of ``clone`` reads from its stage modules: the DAG file's
+    ``declared_stage_order``, run on its own (the DAG file imports Airflow, the function does not)."""
+    tree = ast.parse((clone / "dags" / "corpusmill_dag.py").read_text(encoding="utf-8"))
+    [function] = [node for node in tree.body if isinstance(node, ast.FunctionDef)
+                  and node.name == "declared_stage_order"]
+    namespace = {"os": os, "ast": ast}
+    exec(compile(ast.Module([function], type_ignores=[]), "corpusmill_dag.py", "exec"), namespace)
+    return namespace["declared_stage_order"](str(clone))
 
 
 def pytest_collection_modifyitems(items):

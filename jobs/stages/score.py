@@ -49,12 +49,12 @@ class ScoreStage(Stage):
     order = 60
     chunked = True
     required_columns = ("text",)
+    _local_url: Optional[str] = None  # the loopback service this stage started, while it runs
 
     @classmethod
     def prepare(cls, cfg, planned) -> None:
         if planned[:1] == [cls.name]:  # its start-up beside the JVM's; a later stage's comes in time
             launch_local_service(cfg.score, cfg.spark.master)
-    _local_url: Optional[str] = None  # the loopback service this stage started, while it runs
 
     @classmethod
     def report_facts(cls, read, stats: dict) -> dict:

@@ -1,7 +1,6 @@
 """Adding a stage touches exactly the files docs/contributing.md lists: in a copy of the clone, the
 documented example stage is added as those files and nothing else, and then the registry, the config,
 the DAG, the tests that list stages and a real run all take it in."""
-import ast
 import os
 import re
 import shutil
@@ -11,7 +10,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, dag_stage_order
 
 NAME = "min_length"
 
@@ -110,11 +109,7 @@ def test_a_stage_added_as_the_documented_files_runs_everywhere(tmp_path):
                            cwd=clone, env=env, capture_output=True, text=True, timeout=900)
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
 
-    tree = ast.parse((clone / "dags" / "corpusmill_dag.py").read_text())
-    [function] = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "declared_stage_order"]
-    namespace = {"os": os, "ast": ast}
-    exec(compile(ast.Module([function], type_ignores=[]), "corpusmill_dag.py", "exec"), namespace)
-    assert namespace["declared_stage_order"](str(clone))[:3] == ["extract", NAME, "filter"]
+    assert dag_stage_order(clone)[:3] == ["extract", NAME, "filter"]
 
     run = subprocess.run([sys.executable, "-m", "jobs.cli", "run", "--stages", f"extract,{NAME}",
                           "--input", str(clone / "data" / "sample"), "--output", str(tmp_path / "out"), "--run", "new"],

@@ -9,7 +9,6 @@ or point ``CORPUSMILL_AIRFLOW_VENV`` at one. Without it these tests skip.
 """
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, dag_stage_order
 from jobs import registry
 
 pytestmark = pytest.mark.service  # the airflow CLI
@@ -43,12 +42,7 @@ print(json.dumps({{"errors": {{k: str(v) for k, v in bag.import_errors.items()}}
 def test_the_dag_reads_the_stage_order_from_the_stages_declarations():
     """The DAG file (parsed without corpusmill) finds the registry's stages in the registry's order from the
     stage modules' text; no Airflow needed."""
-    tree = ast.parse((ROOT / "dags" / "corpusmill_dag.py").read_text())
-    [function] = [node for node in tree.body if isinstance(node, ast.FunctionDef)
-                  and node.name == "declared_stage_order"]
-    namespace = {"os": os, "ast": ast}
-    exec(compile(ast.Module([function], type_ignores=[]), "corpusmill_dag.py", "exec"), namespace)
-    assert namespace["declared_stage_order"](str(ROOT)) == registry.stage_order()
+    assert dag_stage_order(ROOT) == registry.stage_order()
 
 
 @pytest.fixture(scope="module")
