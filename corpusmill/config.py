@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import math
 import typing
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -40,6 +41,8 @@ def _is_dataclass_type(tp: Any) -> bool:
 
 def _check_type(value: Any, tp: Any, key: str) -> Any:
     """Return ``value`` coerced to ``tp`` (int → float only) or raise ConfigError."""
+    if isinstance(value, float) and not math.isfinite(value):  # YAML's .nan and .inf: no setting means them
+        raise ConfigError(f"{key}: must be a finite number, got {value!r}")
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin is typing.Union:  # Optional[X]; the config classes spell unions with typing, not ``X | Y``
@@ -106,12 +109,23 @@ def deep_merge(base: dict, override: dict) -> dict:
     return merged
 
 
-def read_yaml(path: Path) -> dict:
-    """Read a YAML file and its ``include:`` chain into one merged dict."""
+def read_yaml(path: Path, including: typing.Tuple[Path, ...] = ()) -> dict:
+    """Read a YAML file and its ``include:`` chain into one merged dict. ``including``: the files
+    whose includes led here, to name a cycle instead of recursing forever."""
+    if path.resolve() in (p.resolve() for p in including):
+        raise ConfigError(f"config: include cycle: {' -> '.join(str(p) for p in (*including, path))}")
     if not path.exists():
         raise ConfigError(f"config: file not found: {path}")
+    if path.is_dir():
+        raise ConfigError(f"config: {path}: is a folder; include and --config name YAML files")
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=YAML_LOADER) or {}
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config: {path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"config: {path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        data = yaml.load(text, Loader=YAML_LOADER) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
@@ -121,9 +135,11 @@ def read_yaml(path: Path) -> dict:
     includes = data.pop("include", []) or []
     if isinstance(includes, str):
         includes = [includes]
+    if not isinstance(includes, list) or not all(isinstance(inc, str) for inc in includes):
+        raise ConfigError(f"config: {path}: include: must be a file path or a list of them, got {includes!r}")
     merged: dict = {}
     for inc in includes:
-        merged = deep_merge(merged, read_yaml((path.parent / inc).resolve()))
+        merged = deep_merge(merged, read_yaml((path.parent / inc).resolve(), (*including, path)))
     return deep_merge(merged, data)
 
 

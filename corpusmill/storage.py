@@ -8,7 +8,11 @@ local; ``s3://``/``s3a://``/``s3n://`` are ``S3FileSystem`` with the session's S
 from __future__ import annotations
 
 import os
+import random
+import re
 import tempfile
+import time
+from dataclasses import dataclass
 from typing import BinaryIO, Callable, Optional, Sequence, Tuple
 from urllib.parse import unquote, urlsplit
 
@@ -69,13 +73,136 @@ def file_system(uri: str, s3_options: Optional[dict] = None) -> Tuple[pafs.FileS
     return pafs.FileSystem.from_uri(uri)
 
 
-def open_uri(uri: str, s3_options: Optional[dict] = None) -> BinaryIO:
-    """A streaming binary reader of the file at ``uri`` (a local file is opened directly)."""
+class UnreadableInput(Exception):
+    """A file that cannot be read (network, credentials, permission, gone since it was listed), as
+    against a corrupt one: one line naming the file and the cause."""
+
+
+# Failures no retry mends: the file is not there, or these credentials may not read it.
+PERMANENT_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
+PERMANENT_S3_ERRORS = ("ACCESS_DENIED", "INVALID_ACCESS_KEY_ID", "SIGNATURE_DOES_NOT_MATCH", "NO_SUCH_BUCKET")
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How often a read that failed for a transient reason (network, throttling) is tried again, and
+    the first wait: each wait doubles, with up to a quarter more at random so tasks do not retry in step."""
+    retries: int
+    backoff_s: float
+
+    def wait(self, attempt: int) -> None:
+        time.sleep(self.backoff_s * 2 ** attempt * (1 + random.random() / 4))
+
+
+NO_RETRY = Retry(0, 0.0)
+
+
+def _is_permanent(exc: OSError) -> bool:
+    return isinstance(exc, PERMANENT_ERRORS) or any(code in str(exc) for code in PERMANENT_S3_ERRORS)
+
+
+def _cause(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+class _RetryingReader:
+    """A binary reader of one file that opens it again at the same offset when a read fails for a
+    transient reason, and raises ``UnreadableInput`` once the retries are spent or the failure is
+    permanent. The failure stays: a caller that swallows it (FastWARC takes a read error for the end
+    of its input) meets it again at its next read."""
+
+    def __init__(self, uri: str, open_at: Callable[[int], BinaryIO], retry: Retry):
+        self.uri, self.open_at, self.retry = uri, open_at, retry
+        self.position = 0
+        self.stream: Optional[BinaryIO] = None
+        self.failure: Optional[UnreadableInput] = None
+        self._attempt(self._open, "opened")
+
+    def _open(self) -> BinaryIO:
+        if self.stream is None:
+            self.stream = self.open_at(self.position)
+        return self.stream
+
+    def _attempt(self, operation: Callable[[], bytes], doing: str):
+        if self.failure is not None:
+            raise self.failure
+        for attempt in range(self.retry.retries + 1):
+            try:
+                return operation()
+            except OSError as exc:
+                if _is_permanent(exc) or attempt == self.retry.retries:
+                    tries = f" after {attempt + 1} attempts" if attempt else ""
+                    self.failure = UnreadableInput(f"{self.uri}: cannot be {doing}{tries}: {_cause(exc)}")
+                    raise self.failure from None
+                self._drop_stream()
+            self.retry.wait(attempt)
+
+    def _drop_stream(self) -> None:
+        stream, self.stream = self.stream, None
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+    def read(self, size: Optional[int] = -1) -> bytes:
+        whole = size is None or size < 0  # pyarrow's readers take None, not -1, for the rest of the file
+        data = self._attempt(lambda: self._open().read(None if whole else size), "read")
+        self.position += len(data)
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    @property
+    def closed(self) -> bool:
+        return self.stream is None
+
+    def close(self) -> None:
+        self._drop_stream()
+
+    def __enter__(self) -> "_RetryingReader":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def open_uri(uri: str, s3_options: Optional[dict] = None, retry: Retry = NO_RETRY) -> BinaryIO:
+    """A streaming binary reader of the file at ``uri``, its bytes as stored: pyarrow would inflate a
+    ``.gz`` file by its name. A file that cannot be read raises ``UnreadableInput`` (after ``retry``'s
+    attempts for transient failures)."""
     parts = urlsplit(uri)
     if parts.scheme.lower() in ("", "file"):
-        return open(unquote(parts.path) if parts.scheme else uri, "rb")
-    fs, path = file_system(uri, s3_options)
-    return fs.open_input_stream(path)
+        local = unquote(parts.path) if parts.scheme else uri
+
+        def open_at(offset: int) -> BinaryIO:
+            stream = open(local, "rb")
+            stream.seek(offset)
+            return stream
+    else:
+        fs, path = file_system(uri, s3_options)
+
+        def open_at(offset: int) -> BinaryIO:
+            if not offset:
+                return fs.open_input_stream(path, compression=None)
+            stream = fs.open_input_file(path)
+            stream.seek(offset)
+            return stream
+    return _RetryingReader(uri, open_at, retry)
+
+
+def error_raised(exc: BaseException, error_type: type) -> Optional[str]:
+    """The message of ``error_type`` when ``exc`` is one, or when a Spark task raised one (the driver
+    then holds the worker's traceback as text, ending in ``module.Name: message``); else None."""
+    if isinstance(exc, error_type):
+        return str(exc)
+    text = f"{getattr(exc, 'java_exception', '') or ''}\n{exc}"
+    found = re.search(rf"{re.escape(error_type.__module__)}\.{re.escape(error_type.__qualname__)}: ([^\n]*)", text)
+    return found.group(1).strip() if found else None
 
 
 def check_reachable(uri: str, s3_options: Optional[dict], writer: str) -> None:

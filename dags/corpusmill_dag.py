@@ -1,8 +1,9 @@
 """Airflow DAG: the corpusmill pipeline for one crawl snapshot, one task per stage.
 
-Each task runs ``corpusmill run --stages <stage>`` with the same ``--output``/``--run``, so a task
-reads the previous stage's ``kept/`` and a retried (or cleared) task resumes: stages that finished
-with the same config are skipped, a half-written one is redone. Every task refreshes
+Each task runs ``corpusmill run --stages <stage>`` with the same ``--output``/``--run``; the first
+reads the ``input`` parameter and every later one the ``kept/`` of the task before it (named, so that a
+DAG narrowed by ``CORPUSMILL_STAGES`` chains the stages it runs), and a retried (or cleared) task
+resumes: stages that finished with the same config are skipped, a half-written one is redone. Every task refreshes
 ``<output>/<run>/report.html``. Relative paths are relative to ``$CORPUSMILL_HOME`` (default: the
 clone this file sits in, when it does).
 
@@ -77,14 +78,18 @@ if not ORDER:
 STAGES = [s.strip() for s in ORDER.split(",") if s.strip()]
 
 # Run names become folder names: the run id of a manual run has ':' and '+', which Hadoop paths reject.
-RUN = "{{ params.run or (run_id | replace(':', '-') | replace('+', '-')) }}"
-COMMON = ("{{ params.corpusmill }} run --output {{ params.output | quote }} --run " + RUN + " "
+RUN_NAME = "(params.run or (run_id | replace(':', '-') | replace('+', '-')))"
+COMMON = ("{{ params.corpusmill }} run --output {{ params.output | quote }} --run {{ " + RUN_NAME + " }} "
           "{% if params.config %}--config {{ params.config | quote }}{% endif %}")
 
 
-def stage_command(stage: str) -> str:
-    source = " --input {{ params.input | quote }}" if stage == "extract" else ""
-    return f"{COMMON} --stages {stage}{source}"
+def stage_command(stage: str, previous: str = None) -> str:
+    """The task's command: ``previous`` is the stage of the task before it (None: the first task)."""
+    if previous is None:
+        source = "{{ params.input | quote }}"
+    else:
+        source = "{{ (params.output.rstrip('/') ~ '/' ~ " + RUN_NAME + f" ~ '/{previous}/kept') | quote }}}}"
+    return f"{COMMON} --stages {stage} --input {source}"
 
 
 with DAG(
@@ -106,9 +111,9 @@ with DAG(
     user_defined_filters={"quote": shlex.quote},
     tags=["corpusmill"],
 ) as dag:
-    previous = None
+    previous_task, previous_stage = None, None
     for name in STAGES:
-        task = BashOperator(task_id=name, bash_command=stage_command(name), cwd=HOME)
-        if previous is not None:
-            previous >> task
-        previous = task
+        task = BashOperator(task_id=name, bash_command=stage_command(name, previous_stage), cwd=HOME)
+        if previous_task is not None:
+            previous_task >> task
+        previous_task, previous_stage = task, name

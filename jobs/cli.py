@@ -5,6 +5,7 @@
     corpusmill report --output out --run demo        # (re)write out/demo/report.html
     corpusmill warm-up                               # write the JVM's class archive now (install time)
     corpusmill mixing-law fit runs.csv               # propose a domain mixture from small runs
+    corpusmill derive-thresholds --reference clean.jsonl --output my.yaml   # per-language filter thresholds
     spark-submit jobs/stages/extract.py --input ... (same options, one stage)
 """
 from __future__ import annotations
@@ -54,7 +55,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, with_stages: bool = True)
 
 
 def run_dir_of(args: argparse.Namespace, cfg) -> str:
-    return f"{(args.output or cfg.output).rstrip('/')}/{args.run or cfg.run}"
+    from jobs.pipeline import run_name
+
+    return f"{(args.output or cfg.output).rstrip('/')}/{run_name(args.run or cfg.run)}"
 
 
 def run_command(args: argparse.Namespace, stages: Optional[List[str]], write_class_archive: bool = False) -> int:
@@ -168,7 +171,9 @@ examples:
 
 exit codes: 0 done, 2 configuration or input error (one line on stderr), 3 counts did not reconcile,
   4 another run holds the run folder (or took it over from this one), 5 the output storage refused a
-  write (no space left, no permission); 4 and 5 leave every finished stage and chunk in place"""
+  write (no space left, no permission), 6 an input file could not be read (network, credentials,
+  permission, gone since listed; after retries), 7 the scoring service could not be reached after
+  retries; 4 to 7 leave every finished stage and chunk in place"""
 
 
 def version() -> str:
@@ -191,6 +196,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     report.add_argument("--output", help="output root (default: config 'output')")
     report.add_argument("--run", help="run name (default: config 'run')")
     commands.add_parser("mixing-law", help="fit a data mixing law to small runs and propose a mixture")
+    commands.add_parser("derive-thresholds", help="derive the filter's per-language thresholds and stop words "
+                                                  "from a reference dataset, as a config preset")
     warm_up = commands.add_parser("warm-up", help="write the JVM's class archive now, so that the first run "
                                                   "starts as fast as later ones (the set-up scripts do)")
     warm_up.add_argument("--config", help="YAML config (default: conf/local.yaml)")
@@ -199,6 +206,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         from jobs.mixing_law_command import main as mixing_law
 
         return mixing_law(argv[1:])
+    if argv[:1] == ["derive-thresholds"]:
+        from jobs.thresholds_command import main as derive_thresholds
+
+        return one_line_errors(derive_thresholds, argv[1:])
     args = parser.parse_args(argv)
     if args.command == "report":
         return one_line_errors(report_command, args)
@@ -208,10 +219,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     return one_line_errors(run_command, args, stages)
 
 
+# What Spark says about an input it cannot read that the operator fixes in the input: -> the one line.
+INPUT_ERRORS = (("TIMESTAMP(NANOS", "--input: a column is a Parquet timestamp in nanoseconds, which Spark does not "
+                                    "read; write it in microseconds (pyarrow: coerce_timestamps='us')"),)
+
+
 def one_line_errors(command, *args) -> int:
     """Run a command; the failures an operator acts on are one line on stderr and an exit code."""
+    from corpusmill.storage import UnreadableInput, error_raised
     from jobs.fs import StorageError
     from jobs.lease import LeaseLost, RunFolderInUse
+    from scoring_service.client import ScoringUnavailable
 
     try:
         return command(*args)
@@ -225,6 +243,19 @@ def one_line_errors(command, *args) -> int:
         print(f"corpusmill: {exc}; free space (or fix the permission) and run again: finished stages "
               f"and chunks are kept", file=sys.stderr)
         return 5
+    except Exception as exc:  # noqa: BLE001 — raised on the driver or in a Spark task; others go on as they were
+        for error_type, code, advice in ((UnreadableInput, 6, "an input file cannot be read"),
+                                         (ScoringUnavailable, 7, "the scoring service cannot be reached")):
+            message = error_raised(exc, error_type)
+            if message is not None:
+                print(f"corpusmill: {advice}: {message}; run again once it is back: finished stages and "
+                      f"chunks are kept", file=sys.stderr)
+                return code
+        for needle, line in INPUT_ERRORS:
+            if needle in str(exc):
+                print(f"corpusmill: {line}", file=sys.stderr)
+                return 2
+        raise
 
 
 def main_for_stage(stage: str, argv: Optional[List[str]] = None) -> int:

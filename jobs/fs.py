@@ -9,6 +9,7 @@ import contextlib
 import errno
 import itertools
 import json
+import math
 import os
 import uuid
 from typing import Dict, Iterable, List, Optional
@@ -16,7 +17,8 @@ from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
 
-from corpusmill.storage import s3_options_from_hadoop
+from corpusmill.run_folder import CHECKSUM_BLOCK, checksum_of_stream
+from corpusmill.storage import UnreadableInput, error_raised, s3_options_from_hadoop
 
 # Stores whose single PUT is atomic (an object is seen whole or not at all) and whose rename is a copy:
 # a small file is written in place there, not renamed.
@@ -42,6 +44,8 @@ _STORAGE_FAILURES = (("No space left on device", "no space left on device"),
 def storage_error(exc: BaseException, path: str) -> Optional[StorageError]:
     """``exc`` as a one-line StorageError naming ``path`` when it is an out-of-space, quota or
     permission failure (however deep Spark wrapped it); None for any other failure."""
+    if error_raised(exc, UnreadableInput) is not None:  # the input's store refused a read, not the output's a write
+        return None
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS):
         return StorageError(f"{os.strerror(exc.errno).lower()} while writing {path}")
     text = str(getattr(exc, "java_exception", "") or "") + str(exc)
@@ -78,6 +82,18 @@ def _write_local(path: str, text: str) -> None:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
+
+
+def strict_json(obj):
+    """``obj`` with every NaN and infinity as null: they are not JSON, and strict readers (jq,
+    JavaScript, Go, Spark's own) refuse the whole file."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {key: strict_json(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(value) for value in obj]
+    return obj
 
 
 class HadoopFS:
@@ -208,6 +224,18 @@ class HadoopFS:
             stream.close()
         return data.decode("utf-8", "replace")
 
+    def checksum(self, uri: str) -> str:
+        """The file's content checksum (``corpusmill.run_folder.CHECKSUM``), read once, a block at a time."""
+        local = _local_path(uri)
+        if local is not None:
+            with open(local, "rb") as f:
+                return checksum_of_stream(f)
+        stream = self._fs(uri).open(self._path(uri))
+        try:
+            return checksum_of_stream(_JavaReader(self._jvm, stream), CHECKSUM_BLOCK)
+        finally:
+            stream.close()
+
     def read_lines(self, uri: str, limit: int) -> List[str]:
         """The first ``limit`` lines of a text file (UTF-8), without reading the rest."""
         local = _local_path(uri)
@@ -228,7 +256,19 @@ class HadoopFS:
             stream.close()
 
     def write_json(self, uri: str, obj) -> None:
-        self.write_text(uri, json.dumps(obj, indent=2, sort_keys=True, default=str))
+        self.write_text(uri, json.dumps(strict_json(obj), indent=2, sort_keys=True, default=str, allow_nan=False))
 
     def read_json(self, uri: str):
         return json.loads(self.read_text(uri))
+
+
+class _JavaReader:
+    """A Hadoop input stream read from Python a block per call to the JVM."""
+
+    def __init__(self, jvm, stream):
+        self._jvm, self._stream = jvm, stream
+
+    def read(self, size: int) -> bytes:
+        buffer = self._jvm.java.io.ByteArrayOutputStream()
+        self._jvm.org.apache.commons.io.IOUtils.copyLarge(self._stream, buffer, 0, size)
+        return bytes(buffer.toByteArray())

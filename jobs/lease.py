@@ -12,9 +12,15 @@ runs that arrived together do not both give up. Any file system whose listing sh
 write (local, HDFS, S3, GCS, ABFS) keeps this safe: of two writers, the later one to write sees
 the other's file.
 
-A lease is live until its ``expires_at``; the holder renews it every ``ttl_s / 5`` seconds from a
-thread, and checks before each commit that it still holds it. A holder on this host whose process
-is gone (a killed driver) is taken over at once; one on another host after its expiry.
+A lease is live until its ``expires_at``, and never longer than ``ttl_s`` after it was last written
+(its ``renewed_at``, or the file's own modification time if earlier), so a lease file claiming a
+far-future expiry cannot block the folder. The holder renews it every ``ttl_s / 5`` seconds from a
+thread. After every renewal it checks that the renewal came within ``ttl_s`` of the one before (a
+renewal that stalled longer may land after another run took over) and that no other live lease file
+taken before its own is there (a run arriving later withdraws its own); if not, it withdraws its
+file and has lost the lease. Before each commit it checks the same.
+A holder on this host whose process is gone (a killed driver) is taken over at once; one on another
+host after its expiry.
 """
 from __future__ import annotations
 
@@ -89,7 +95,7 @@ class Holder:
     pid: int
     pid_started: Optional[str]
     acquired_at: float
-    expires_at: float
+    expires_at: float  # as the holder wrote it, bounded by its last renewal + ttl_s (``RunLease._read``)
 
     def describe(self, now: float) -> str:
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.acquired_at))
@@ -110,6 +116,7 @@ class RunLease:
         self.attempt = uuid.uuid4().hex[:12]
         self.path = f"{self.run_dir}/{LEASE_DIR}/{self.attempt}.json"
         self._acquired_at = 0.0
+        self._renewed_at = 0.0  # when this run last wrote its lease file
         self._stop = threading.Event()
         self._lost: Optional[str] = None
         self._renewer: Optional[threading.Thread] = None
@@ -147,8 +154,9 @@ class RunLease:
         return sorted(live, key=lambda h: (h.acquired_at, h.attempt))
 
     def _read(self, path: str, now: float) -> Optional[Holder]:
-        """A lease file as a Holder. One that cannot be read (cut short, damaged) counts as live until
-        a ttl after it was last written, judged by the file system's own time."""
+        """A lease file as a Holder, live until its ``expires_at`` but never past ``ttl_s`` after its last
+        renewal (its ``renewed_at``, or the file system's time of its last write if earlier). One that
+        cannot be read (cut short, damaged) counts as live until a ttl after it was last written."""
         try:
             text = self.fs.read_text(path)
         except Exception:  # noqa: BLE001 — local and Hadoop file systems raise different errors
@@ -156,14 +164,17 @@ class RunLease:
                 return None  # withdrawn by its writer between the listing and the read
             raise
         try:
+            written = self.fs.modified_at(path)
+        except Exception:  # noqa: BLE001 — deleted meanwhile: nobody's lease
+            return None
+        try:
             record = json.loads(text)
+            acquired_at = float(record["acquired_at"])
+            renewed_at = min(float(record.get("renewed_at", acquired_at)), written)
             return Holder(path, str(record["attempt"]), str(record["host"]), int(record["pid"]),
-                          record.get("pid_started"), float(record["acquired_at"]), float(record["expires_at"]))
-        except (ValueError, KeyError, TypeError):
-            try:
-                written = self.fs.modified_at(path)
-            except Exception:  # noqa: BLE001 — deleted meanwhile: nobody's lease
-                return None
+                          record.get("pid_started"), acquired_at,
+                          min(float(record["expires_at"]), renewed_at + self.settings.ttl_s))
+        except (ValueError, KeyError, TypeError, OverflowError):
             return Holder(path, path.rsplit("/", 1)[-1][:-len(".json")], "unknown (unreadable lease file)", -1,
                           None, written, written + self.settings.ttl_s)
 
@@ -171,7 +182,9 @@ class RunLease:
         """Write this run's lease file and keep it if no other live one is there; else withdraw it
         and return the other holder."""
         self._acquired_at = time.time()
-        self.fs.write_json(self.path, self._record())
+        record = self._record()
+        self.fs.write_json(self.path, record)
+        self._renewed_at = record["renewed_at"]
         others = self.holders()
         if not others:
             return None
@@ -218,15 +231,48 @@ class RunLease:
             if not isinstance(current, dict) or current.get("attempt") != self.attempt:
                 self._lost = f"its lease file {self.path} was removed (taken over by another run?)"
                 return
+            record = self._record()
             try:
-                self.fs.write_json(self.path, self._record())
+                self.fs.write_json(self.path, record)
             except Exception as exc:  # noqa: BLE001 — a failed renewal is tried again at the next beat
                 self.echo(f"corpusmill: could not renew the lease {self.path}: {str(exc).splitlines()[0][:200]}")
+                continue
+            self._lost = self._still_held()
+            if self._lost is not None:
+                self._withdraw()
+                return
+            self._renewed_at = record["renewed_at"]
+
+    def _still_held(self) -> Optional[str]:
+        """Why this run no longer holds the lease, or None while it does. It does not when its last
+        renewal lies more than ``ttl_s`` back (its file said it expired meanwhile: a renewal that
+        stalled, or a stalled driver, and another run may have taken over), or when another live
+        lease file there was taken before this one (a run arriving after it withdraws its own)."""
+        now = time.time()
+        if now - self._renewed_at > self.settings.ttl_s:
+            return (f"its lease went {now - self._renewed_at:.0f} s without a renewal, past its ttl of "
+                    f"{self.settings.ttl_s} s (another run may have taken over)")
+        ours = (self._acquired_at, self.attempt)
+        earlier = [h for h in self.holders() if (h.acquired_at, h.attempt) < ours]
+        if earlier:
+            return f"another run holds it too: {earlier[0].describe(now)}"
+        return None
+
+    def _withdraw(self) -> None:
+        """Delete this run's lease file: released, or lost (so that the run that took over does not
+        see two holders)."""
+        try:
+            self.fs.delete(self.path)
+        except Exception as exc:  # noqa: BLE001 — the file expires on its own
+            self.echo(f"corpusmill: could not withdraw the lease {self.path}: {str(exc).splitlines()[0][:200]}")
 
     def check(self) -> None:
-        """Raise LeaseLost unless this run still holds the lease: called before every commit."""
+        """Raise LeaseLost unless this run still holds the lease (``_still_held``, and its file is
+        there): called before every commit."""
         if self._lost is None and not self.fs.exists(self.path):
             self._lost = f"its lease file {self.path} is gone (taken over by another run?)"
+        if self._lost is None:
+            self._lost = self._still_held()
         if self._lost is not None:
             raise LeaseLost(f"this run no longer holds {self.run_dir}: {self._lost}; it stops without committing")
 
@@ -235,8 +281,7 @@ class RunLease:
         if self._renewer is not None:
             self._renewer.join()
             self._renewer = None
-        if self._lost is None:
-            self.fs.delete(self.path)
+        self._withdraw()  # its own attempt's file: no other run writes it
 
 
 def lease_settings(cfg, wait_s: Optional[int] = None) -> LeaseConfig:

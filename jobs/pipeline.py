@@ -17,12 +17,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from corpusmill.config import ConfigError
-from corpusmill.run_folder import MARKER, STATS
+from corpusmill.run_folder import MARKER, OUTCOMES, STATS, run_name_problem, upstream_stage
 from jobs import registry
 from jobs.console import summary_line
 from jobs.fs import HadoopFS
 from jobs.lease import RunLease, lease_settings
-from jobs.runner import finished_marker, is_complete, run_chunked_stage, run_stage, run_stage_after_chunks
+from jobs.runner import (is_complete, read_marker, run_chunked_stage, run_stage, run_stage_after_chunks,
+                         stage_problem)
 from jobs.stage import Stage
 
 
@@ -47,6 +48,15 @@ def sample_rows(docs, fraction: Optional[float]):
     return docs.where(F.pmod(F.xxhash64("id"), F.lit(1_000_000)) < F.lit(int(fraction * 1_000_000)))
 
 
+def run_name(name: str) -> str:
+    """``name`` when it can name a run folder (``corpusmill.run_folder.run_name_problem``); else a
+    one-line ConfigError."""
+    problem = run_name_problem(name)
+    if problem is not None:
+        raise ConfigError(f"--run: {problem}")
+    return name
+
+
 def plan_stages(requested: Optional[Sequence[str]]) -> List[str]:
     """The stages to run, in pipeline order; without a request, every stage."""
     if not requested:
@@ -62,7 +72,7 @@ def run_pipeline(spark: SparkSession, cfg, inputs: Sequence[str], stages: Sequen
     """Run ``stages`` under ``<output>/<run>/`` while holding the run folder's lease (``wait_s``:
     how long to wait for another run that holds it, over the config's ``lease.wait_s``)."""
     fs = HadoopFS(spark)
-    run_dir = fs.qualify(f"{(output or cfg.output).rstrip('/')}/{run or cfg.run}")
+    run_dir = fs.qualify(f"{(output or cfg.output).rstrip('/')}/{run_name(run or cfg.run)}")
     if sample is not None and not 0 < sample <= 1:
         raise ConfigError(f"--sample: must be within (0, 1], got {sample}")
     make_run_dir(fs, run_dir)
@@ -84,7 +94,7 @@ def _run_stages(spark: SparkSession, fs: HadoopFS, cfg, run_dir: str, inputs: Se
         if len(inputs) != 1 or not fs.exists(inputs[0]):
             raise ConfigError(f"--input: stage {first!r} reads one Parquet dataset; not found: {' '.join(inputs)}")
         source = fs.qualify(inputs[0])
-        upstream = _chain("parquet", source, sample)
+        upstream = _committed_input_fingerprint(fs, first, source) or _chain("parquet", source, sample)
     else:
         source, upstream = _previous_output(fs, run_dir, first)
 
@@ -98,6 +108,8 @@ def _run_stages(spark: SparkSession, fs: HadoopFS, cfg, run_dir: str, inputs: Se
         if stats is not None:
             echo(f"{name:>10}: finished earlier with the same config, skipped ({stage_dir})")
         else:
+            echo(f"{name:>10}: reads {source if isinstance(source, str) else f'{len(source)} input files'}")
+
             def load(inputs):
                 docs = stage.load(inputs)
                 return sample_rows(docs, sample) if position == 0 and reads_documents else docs
@@ -161,12 +173,34 @@ def make_run_dir(fs: HadoopFS, run_dir: str) -> None:
         raise ConfigError(f"--output: cannot create the run folder {run_dir} ({reason})")
 
 
+def _committed_input_fingerprint(fs: HadoopFS, first: str, source: str) -> Optional[str]:
+    """An --input that is a stage's kept/ (its folder holds a completion marker) is read only when that
+    stage is finished, else a one-line ConfigError naming it; its fingerprint is then that stage's, as
+    when the stage is read without --input, so that a re-run of it re-runs what reads it. None for any
+    other dataset."""
+    stage_dir, _, folder = source.rstrip("/").rpartition("/")
+    if folder != OUTCOMES["kept"] or not fs.exists(f"{stage_dir}/{MARKER}"):
+        return None
+    problem = stage_problem(fs, stage_dir)
+    if problem is not None:
+        raise ConfigError(f"--input: stage {first!r} reads {source}, and the stage there is not finished: "
+                          f"{problem}; run that stage again")
+    return read_marker(fs, f"{stage_dir}/{MARKER}")["fingerprint"]
+
+
 def _previous_output(fs: HadoopFS, run_dir: str, first: str):
-    """Input of a stage run alone without --input: the kept/ of the nearest finished earlier stage."""
-    order = registry.stage_order()
-    earlier = order[:order.index(first)]
-    for name in reversed(earlier):
-        marker = finished_marker(fs, f"{run_dir}/{name}")
-        if marker is not None:
-            return f"{run_dir}/{name}/kept", marker["fingerprint"]
-    raise ConfigError(f"--input: stage {first!r} needs a Parquet dataset (no finished earlier stage in {run_dir})")
+    """Input of a stage run alone without --input: the kept/ of the stage just before it in the
+    pipeline, which must be finished; anything else is a one-line ConfigError naming that folder
+    (never a fall back to an older stage, whose documents lack what the later one did)."""
+    before = upstream_stage(registry.stage_order(), first)
+    if before is None:
+        raise ConfigError(f"--input: stage {first!r} is the first stage; it needs --input")
+    stage_dir = f"{run_dir}/{before}"
+    if not fs.exists(stage_dir):
+        raise ConfigError(f"--input: stage {first!r} reads the kept/ of stage {before!r}, and {stage_dir} does "
+                          f"not exist: run --stages {before} first, or give --input")
+    problem = stage_problem(fs, stage_dir)
+    if problem is not None:
+        raise ConfigError(f"--input: stage {first!r} reads {stage_dir}/kept, and stage {before!r} there is not "
+                          f"finished: {problem}; run --stages {before} again, or give --input")
+    return f"{stage_dir}/kept", read_marker(fs, f"{stage_dir}/{MARKER}")["fingerprint"]

@@ -3,13 +3,14 @@
 The runner writes a stage's rows in one pass, partitioned by outcome, into ``<run>/<stage>.tmp-*/``;
 counts the rows per outcome and reason from the written files; writes ``_stats.json``; moves the
 folder to ``<run>/<stage>/``; and writes the completion marker last, at the final location, naming
-every file it covers with its size. On an object store a folder rename is a copy and a delete, so a
-killed commit can leave part of the files in place: such a stage has no marker, or a marker whose
-file list does not match, and is not finished. A stage whose records are independent (``chunked``)
-can also run chunk by chunk (``run_chunked_stage``): each chunk is committed on its own, and a re-run
-after a crash redoes only the chunks that were not. A stage that needs its whole input at once but
-whose costly per-record step does not (dedup: signatures per chunk, clustering once) commits that
-step chunk by chunk the same way and then runs whole (``run_stage_after_chunks``).
+every file it covers with its size and content checksum. On an object store a folder rename is a
+copy and a delete, so a killed commit can leave part of the files in place: such a stage has no
+marker, or a marker whose files do not match, and is not finished. A stage whose records are
+independent (``chunked``) can also run chunk by chunk (``run_chunked_stage``): each chunk is
+committed on its own, and a re-run after a crash redoes only the chunks that were not. A stage that
+needs its whole input at once but whose costly per-record step does not (dedup: signatures per
+chunk, clustering once) commits that step chunk by chunk the same way and then runs whole
+(``run_stage_after_chunks``).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from corpusmill.run_folder import MARKER, STATS, is_marker, names_present
+from corpusmill.run_folder import MARKER, STATS, is_marker, marker_problem, new_marker
 from jobs.fs import HadoopFS, StorageError, storage_error
 from jobs.lease import RunLease
 from jobs.stage import OVER_LIMIT, Stage, Transformed, conform_bookkeeping, over_limit_as_errors
@@ -44,18 +45,18 @@ def read_marker(fs: HadoopFS, path: str) -> Optional[dict]:
     return content if is_marker(content) else None
 
 
-def finished_marker(fs: HadoopFS, stage_dir: str) -> Optional[dict]:
-    """The stage's completion marker if it is valid and the files it names are exactly the files
-    there; else None."""
-    content = read_marker(fs, f"{stage_dir}/{MARKER}")
-    if content is None or "fingerprint" not in content:
-        return None
-    return content if names_present(content, fs.list_files(stage_dir)) else None
+def stage_problem(fs: HadoopFS, stage_dir: str, fingerprint: Optional[str] = None) -> Optional[str]:
+    """What keeps the stage at ``stage_dir`` from being finished (``corpusmill.run_folder.marker_problem``:
+    its marker, the files it names with their sizes and checksums), or that it was made with another
+    ``fingerprint`` than the one given; None when it is finished."""
+    marker = read_marker(fs, f"{stage_dir}/{MARKER}")
+    if marker is not None and fingerprint is not None and marker.get("fingerprint") != fingerprint:
+        return "it was made with other settings or input"
+    return marker_problem(marker, fs.list_files(stage_dir), lambda name: fs.checksum(f"{stage_dir}/{name}"))
 
 
 def is_complete(fs: HadoopFS, stage_dir: str, fingerprint: str) -> bool:
-    marker = finished_marker(fs, stage_dir)
-    return marker is not None and marker.get("fingerprint") == fingerprint
+    return stage_problem(fs, stage_dir, fingerprint) is None
 
 
 def remove_orphans(fs: HadoopFS, stage_dir: str, keep: Optional[str] = None) -> None:
@@ -71,7 +72,8 @@ def remove_orphans(fs: HadoopFS, stage_dir: str, keep: Optional[str] = None) -> 
 
 
 def commit(fs: HadoopFS, tmp_dir: str, stage_dir: str, fingerprint: str, lease: Optional[RunLease]) -> None:
-    """Move a written stage into place; the marker, naming every file, is written last.
+    """Move a written stage into place; the marker, naming every file with its size and content
+    checksum (each file read once, here), is written last.
 
     The old marker goes first, so that from then on a crash leaves a stage that is not finished.
     """
@@ -80,8 +82,9 @@ def commit(fs: HadoopFS, tmp_dir: str, stage_dir: str, fingerprint: str, lease: 
     fs.delete(f"{stage_dir}/{MARKER}")
     fs.delete(stage_dir)
     fs.rename(tmp_dir, stage_dir)
-    fs.write_json(f"{stage_dir}/{MARKER}", {"fingerprint": fingerprint, "finished_at": time.time(),
-                                            "files": fs.list_files(stage_dir)})
+    files = fs.list_files(stage_dir)
+    checksums = {name: fs.checksum(f"{stage_dir}/{name}") for name in files}
+    fs.write_json(f"{stage_dir}/{MARKER}", new_marker(fingerprint, files, checksums, finished_at=time.time()))
 
 
 def stage_stats(stage: Stage, fingerprint: str, counts: Dict[str, Dict[str, int]],

@@ -134,7 +134,7 @@ class Stage:
     # filtering, ...); gaps leave room for new stages.
     order: int = 0
     # "files": WARC/ARC files named by --input; "documents": a Parquet dataset, by default the
-    # kept/ of the nearest finished stage before it.
+    # kept/ of the stage before it, which must be finished.
     input: str = "documents"
     # What a record is, coming in and kept (the console's summary line, the report's funnel).
     units: Tuple[str, str] = ("documents", "documents")

@@ -1,6 +1,7 @@
 """Local copies of the MindRecord shards of a finished ``mindrecord`` stage, for a training job: the
-shards its completion marker and ``manifest.json`` name, checked against the marker, remote ones
-downloaded into a cache once per node.
+shards its completion marker and ``manifest.json`` name, each checked against the marker (its size
+and content checksum: ``corpusmill.run_folder.file_problem``), remote ones downloaded into a cache
+once per node.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Dict, List, Optional, Sequence
 
 import pyarrow.fs as pafs
 
-from corpusmill.run_folder import MARKER
+from corpusmill.run_folder import MARKER, checksum_of_stream, file_problem
 from corpusmill.storage import UPLOADED_MODE, file_system, is_remote
 from udfs.mindrecord.manifest import read_manifest, stage_marker
 
@@ -22,6 +23,18 @@ def marker_shards(stage_uri: str, files: Dict[str, int]) -> List[str]:
     if not names:
         raise FileNotFoundError(f"no *.mindrecord files in {stage_uri}")
     return names
+
+
+def _check_content(stage_uri: str, marker: dict, name: str, path: str) -> None:
+    """Refuse, in one line naming the shard, a local copy ``path`` of the stage's file ``name`` whose
+    size or content is not what the stage's marker says."""
+    def checksum_of(_: str) -> str:
+        with open(path, "rb") as f:
+            return checksum_of_stream(f)
+
+    problem = file_problem(marker, name, os.path.getsize(path), checksum_of)
+    if problem is not None:
+        raise OSError(f"{stage_uri}: {problem}; re-run the mindrecord stage")
 
 
 def _check_listed(stage_uri: str, files: Dict[str, int], names: Sequence[str]) -> None:
@@ -36,14 +49,16 @@ def download_shards(stage_uri: str, cache_dir: str, s3_options: Optional[dict] =
     """Local copies of the MindRecord shards of a finished ``mindrecord`` stage at ``stage_uri``: the
     ``shards`` named (each must be in the marker), by default every one its marker names.
 
-    The stage's completion marker names the files and their sizes; a stage without one is not
-    finished and is refused. Copies go to ``<cache_dir>/<key>/``, the key a hash of the URI and the
-    marker, so a re-run stage is fetched anew and a finished download is reused; each file lands under
-    a temporary name first, so ranks sharing a cache never read half a file.
+    The stage's completion marker names the files with their sizes and checksums; a stage without
+    one is not finished and is refused, and so is a copy whose size or checksum differs. Copies go
+    to ``<cache_dir>/<key>/``, the key a hash of the URI and the marker, so a re-run stage is fetched
+    anew and a finished download is reused; each file lands under a temporary name first, so ranks
+    sharing a cache never read half a file.
     """
     fs, folder = file_system(stage_uri, s3_options)
     folder = folder.rstrip("/")
-    marker_bytes, files = stage_marker(stage_uri, s3_options)
+    marker_bytes, marker = stage_marker(stage_uri, s3_options)
+    files = marker["files"]
     shards = marker_shards(stage_uri, files) if shards is None else list(shards)
     _check_listed(stage_uri, files, shards)
     key = hashlib.sha256(stage_uri.encode("utf-8") + marker_bytes).hexdigest()[:16]
@@ -56,9 +71,11 @@ def download_shards(stage_uri: str, cache_dir: str, s3_options: Optional[dict] =
         partial = f"{target}.part-{os.getpid()}"
         pafs.copy_files(f"{folder}/{name}", partial, source_filesystem=fs,
                         destination_filesystem=pafs.LocalFileSystem())
-        if os.path.getsize(partial) != files[name]:
+        try:
+            _check_content(stage_uri, marker, name, partial)
+        except OSError:
             os.remove(partial)
-            raise OSError(f"{stage_uri}/{name}: downloaded size differs from the size in {MARKER}")
+            raise
         os.chmod(partial, UPLOADED_MODE)
         os.replace(partial, target)
     return [os.path.join(local, n) for n in shards]
@@ -67,8 +84,9 @@ def download_shards(stage_uri: str, cache_dir: str, s3_options: Optional[dict] =
 def local_shards(stage_uri: str, shards: Optional[Sequence[str]] = None) -> List[str]:
     """The paths of the MindRecord shards of a finished local stage (a folder or a ``file:`` URI): the
     ``shards`` named, by default every one its completion marker names; each must be a regular file of
-    the size the marker gives, so a stray or half-copied shard in the folder is never read."""
-    _, files = stage_marker(stage_uri)
+    the size and content the marker gives, so a stray, half-copied or changed shard is never read."""
+    _, marker = stage_marker(stage_uri)
+    files = marker["files"]
     shards = marker_shards(stage_uri, files) if shards is None else list(shards)
     _check_listed(stage_uri, files, shards)
     folder = file_system(stage_uri)[1].rstrip("/")
@@ -83,6 +101,7 @@ def local_shards(stage_uri: str, shards: Optional[Sequence[str]] = None) -> List
             if not stat.S_ISREG(info.st_mode) or info.st_size != files[os.path.basename(file)]:
                 raise OSError(f"{file}: not the regular file of {files[os.path.basename(file)]:,} bytes its "
                               f"{MARKER} names")
+            _check_content(stage_uri, marker, os.path.basename(file), file)
         paths.append(path)
     return paths
 

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import List, Optional
 
-from scoring_service.model.artifacts import DEFAULT_MODEL_DIR
+from scoring_service.model.artifacts import DEFAULT_MODEL_DIR, model_dir_of
 from scoring_service.model.scorer import CPU_THREADS
 
 
@@ -29,7 +29,7 @@ def _serve(args) -> int:
 def _train(args) -> int:
     from scoring_service.model.artifacts import NetShape
     from scoring_service.model.features import HashingSpec
-    from scoring_service.training.train import TrainSettings, train
+    from scoring_service.training.train import DataSettings, TrainSettings, train
 
     notes = None
     if args.notes:
@@ -40,7 +40,8 @@ def _train(args) -> int:
           shape=NetShape(dim=args.dim, hidden=args.hidden),
           settings=TrainSettings(epochs=args.epochs, patience=args.patience, batch_size=args.batch_size,
                                  learning_rate=args.learning_rate, seed=args.seed),
-          eval_dir=args.eval_dir, notes=notes)
+          eval_dir=args.eval_dir, notes=notes, device=args.device,
+          data_settings=DataSettings(max_docs_per_language=args.max_docs_per_language))
     return 0
 
 
@@ -67,7 +68,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the HTTP batch scoring service")
-    serve.add_argument("--model", default=DEFAULT_MODEL_DIR, help="model directory (default: the shipped model)")
+    serve.add_argument("--model", default=DEFAULT_MODEL_DIR, type=model_dir_of,
+                       help="model directory, or a shipped model's name: default, fluency (default: default)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind; non-loopback requires a token")
     serve.add_argument("--port", type=int, default=8808, help="port; 0 picks a free one (printed when ready)")
     serve.add_argument("--backend", default="mindspore")
@@ -100,12 +102,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     serve.set_defaults(run=_serve)
 
     train = commands.add_parser("train", help="train a model; writes checkpoint, MindIR and model card")
-    train.add_argument("--positive", nargs="+", required=True, help="files/globs of good text (.txt/.jsonl/.parquet)")
-    train.add_argument("--negative", nargs="+", required=True, help="files/globs of low-quality text")
+    train.add_argument("--positive", nargs="+", required=True,
+                       help="files/globs of good text (.txt/.jsonl/.parquet, e.g. a run's filter/kept/; a lang "
+                            "column gives per-language figures and thresholds)")
+    train.add_argument("--negative", nargs="*", default=[],
+                       help="files/globs of low-quality text (e.g. page furniture); machine-made negatives are "
+                            "made from the positives either way")
+    train.add_argument("--max-docs-per-language", type=int, default=5000,
+                       help="positives read per language, the rest skipped (default %(default)s)")
+    train.add_argument("--device", default="CPU", choices=("CPU", "GPU", "Ascend"), help="where to train")
     train.add_argument("--out", required=True, help="model directory to write")
     train.add_argument("--name", default="corpusmill-quality")
     train.add_argument("--version", default="1")
-    train.add_argument("--eval-dir", help="held-out sets <dir>/<name>/{positive,negative}.jsonl for the card")
+    train.add_argument("--eval-dir", help="held-out sets for the card: <dir>/<name>/{positive,negative}.jsonl, or "
+                                          "<dir>/<name>/clean.jsonl (and pool.jsonl) for machine-made negatives "
+                                          "of every kind per language")
     train.add_argument("--notes", help="markdown appended to the model card (licences, limitations)")
     train.add_argument("--buckets", type=int, default=1 << 15)
     train.add_argument("--max-chars", type=int, default=2000)
@@ -119,7 +130,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     train.set_defaults(run=_train)
 
     evaluate = commands.add_parser("evaluate", help="AUC, precision and recall of a model on labelled texts")
-    evaluate.add_argument("--model", default=DEFAULT_MODEL_DIR)
+    evaluate.add_argument("--model", default=DEFAULT_MODEL_DIR, type=model_dir_of)
     evaluate.add_argument("--positive", nargs="+", required=True)
     evaluate.add_argument("--negative", nargs="+", required=True)
     evaluate.add_argument("--threshold", type=float, help="default: the model's own threshold")

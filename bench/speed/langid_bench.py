@@ -1,4 +1,5 @@
-"""Language ID's CPU per document: fastText itself against ``udfs/filter/_fasttext_hs.pyx`` on the same lines.
+"""Language ID's CPU per document: fastText itself against ``udfs/filter/_fasttext_hs.pyx`` on the same lines,
+and the filter's whole identifier (tags, scripts, CLD2's second opinion).
 
     python -m bench.speed.langid_bench --input out/demo/extract/kept [--docs 4000]
 
@@ -6,7 +7,10 @@ Reads the ``text`` of up to ``--docs`` documents of a Parquet dataset (e.g. a ru
 makes the line the filter gives the model (``LanguageIdentifier.line``, its first 5,000 characters),
 and times, in CPU ms per document: fastText's ``predict``, the compiled classifier on its first pass
 over the lines (its word cache filling) and on a second pass (the cache warm), then fastText again.
-It checks that both give the same label and probability on every line.
+It checks that both give the same label and probability on every line. Then, on the texts, the
+filter's ``LanguageIdentifier.identify`` (line, lid.176, tag and script) with lid.176 alone and as
+configured (``filter.language``: CLD2 for the documents lid.176 is unsure of), each on a warm cache,
+and the share of documents CLD2 read and retagged.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import pyarrow.dataset as ds
 
 from udfs.filter._fasttext_hs import HsClassifier
 from udfs.filter.langid import FastTextPredictor, LanguageIdentifier, default_model_path
+from udfs.filter.rules import LanguageConfig
 
 
 def main() -> None:
@@ -40,6 +45,20 @@ def main() -> None:
     differing = sum(compiled.predict(line) != fasttext.predict(line) for line in lines)
     print(f"{len(lines)} documents, {sum(len(line.split()) for line in lines) / len(lines):.0f} words a line; "
           f"label or probability differing: {differing}")
+
+    cfg = LanguageConfig()
+    alone = LanguageIdentifier(cfg.model, cfg.max_chars)
+    configured = LanguageIdentifier.from_config(cfg)
+    for name, identifier in (("identify, lid.176 alone", alone), ("identify, as configured", configured)):
+        identifier.identify(texts)  # the word cache warm, as in a worker's later batches
+        started = time.process_time()
+        tags = identifier.identify(texts)
+        print(f"{name:30s} {1000 * (time.process_time() - started) / len(texts):.3f} ms/doc")
+    lid_tags = alone.identify(texts)
+    asked = sum(score < cfg.second_opinion_below for score in lid_tags.lang_score)
+    retagged = sum(a != b for a, b in zip(lid_tags.lang, tags.lang))
+    print(f"CLD2 read {asked / len(texts):.1%} of the documents (lid.176 below {cfg.second_opinion_below}) "
+          f"and retagged {retagged / len(texts):.1%}")
 
 
 if __name__ == "__main__":

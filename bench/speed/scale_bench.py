@@ -1,4 +1,4 @@
-"""Scale benchmark: all eight stages on N *distinct* documents, stage by stage, at several sizes.
+"""Scale benchmark: every stage on N *distinct* documents, stage by stage, at several sizes.
 
     python -m bench.speed.scale_bench [--sizes 25000 100000] [--files 16] [--duplicates 0.1]
 
@@ -44,7 +44,7 @@ from typing import Dict, List, Tuple
 from bench import ROOT, SHARED_DATA, WORK
 from bench.profiling.process_tree import measure_tree
 
-STAGES = ["extract", "filter", "pii", "dedup", "score", "mix", "pack", "mindrecord"]
+STAGES = ["extract", "filter", "pii", "dedup", "decontam", "score", "mix", "pack", "mindrecord"]
 ANCHOR = re.compile(r"<a\b[^>]*>\s*([^<>]{3,40}?)\s*</a>", re.I)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
 

@@ -1,4 +1,4 @@
-"""What the run report shows, collected from a run: each stage's ``_stats.json``, a few small
+"""What the run report shows, collected from a run: each committed stage's ``_stats.json``, a few small
 aggregations of the written outputs (the document length histogram, samples of rejected documents)
 and what each stage adds for its own section (``Stage.report_facts``: a score histogram, PII counts
 per type …), as plain Python values, so that rendering (``jobs/report/render.py``) needs no Spark.
@@ -19,9 +19,10 @@ from pyspark import inheritable_thread_target
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from corpusmill.run_folder import STATS
+from corpusmill.run_folder import MARKER, STATS, marker_form_problem
 from jobs import registry
 from jobs.fs import HadoopFS
+from jobs.runner import read_marker
 from jobs.scrubbing import scrubbed_rows, spot_check_picks
 from udfs.pii.scrub import PiiConfig
 
@@ -51,7 +52,10 @@ class RunFacts:
 
     @classmethod
     def collect(cls, spark: SparkSession, fs: HadoopFS, run_dir: str, pii_config: PiiConfig) -> "RunFacts":
-        stages = {s.name: s for s in registry.stages() if fs.exists(f"{run_dir}/{s.name}/{STATS}")}
+        # Committed stages only (their marker, written last, is there and well-formed); the figures
+        # are shown, not passed on, so the report does not read every file again for its checksum.
+        stages = {s.name: s for s in registry.stages()
+                  if marker_form_problem(read_marker(fs, f"{run_dir}/{s.name}/{MARKER}")) is None}
         stats = {name: fs.read_json(f"{run_dir}/{name}/{STATS}") for name in stages}
         facts = cls(run_dir, stats)
 

@@ -61,7 +61,7 @@ class ExtractStage(Stage):
             for batch in batches:
                 for path in batch.column("path").to_pylist():
                     rows = []
-                    for row in reader.read(path, lambda: open_uri(path, s3_options)):
+                    for row in reader.read(path, lambda: open_uri(path, s3_options, reader.retry)):
                         rows.append(row)
                         if len(rows) >= BATCH_ROWS:
                             yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_SCHEMA)

@@ -7,9 +7,11 @@ scoring service (``scoring_service/client.py``: keep-alive connections, timeouts
 the next replica when ``service_url`` lists several, backoff), and stores ``quality_score`` on every
 row. With ``mode: local`` each Python worker loads the model once and scores in process instead.
 The threshold is applied afterwards: ``score >= threshold`` is kept, the rest rejected with
-``reject_rule = "quality_score"`` and the score as ``reject_value``. Both outcomes keep the score,
+``reject_rule = "quality_score"`` and the score as ``reject_value``. A document's threshold is its
+language's (``lang``, from the filter stage) in ``threshold_by_language``, else in the model's own
+``threshold_by_language``, else ``threshold``, else the model's. Both outcomes keep the score,
 so a new threshold needs no new scores: run the stage again on its own output (``--input
-<run>/score``, which reads kept/, rejected/ and errors/) with the new ``threshold``; only rows
+<run>/score``, which reads kept/, rejected/ and errors/) with the new thresholds; only rows
 without a score are sent, and when every row has one no service is started at all.
 Under ``on_failure: null`` rows the service could not score land in errors/ with
 ``error = "score_unavailable"``; such a re-run scores just them.
@@ -18,12 +20,13 @@ With no ``service_url`` the stage starts the service itself (the shipped model o
 port) for the duration of its write; the runner stops it afterwards, also when the stage fails.
 """
 import hashlib
+from collections import Counter, defaultdict
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from pyspark import TaskContext
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 
@@ -33,14 +36,16 @@ from jobs.fs import HadoopFS
 from jobs.report.render import number
 from jobs.report.svg import KEPT_COLOUR, REJECTED_COLOUR, histogram
 from jobs.stage import OVER_LIMIT, Stage, Transformed, drop_bookkeeping
-from scoring_service.model.artifacts import MODEL_JSON, read_info, served_file
-from udfs.score.scoring import (ScoreConfig, launch_local_service, local_service, score_texts, worker_client,
-                                worker_scorer)
+from scoring_service.model.artifacts import MODEL_JSON, served_file
+from udfs.score.scoring import (ScoreConfig, Thresholds, launch_local_service, local_service, model_card,
+                                score_texts, worker_client, worker_scorer)
 
 SCORE = "quality_score"
 REJECT_RULE = "quality_score"
 SCORE_UNAVAILABLE = "score_unavailable"
-SCORE_BINS = 20  # of the report's histogram over [0, 1]
+LANG = "lang"  # the filter stage's language column, which per-language thresholds key on
+SCORE_BINS = 20  # of the report's histograms over [0, 1]
+REPORT_LANGUAGES = 8  # the report draws one small histogram for each of this many languages
 
 
 class ScoreStage(Stage):
@@ -59,20 +64,38 @@ class ScoreStage(Stage):
     @classmethod
     def report_facts(cls, read, stats: dict) -> dict:
         scored = scores_by_outcome(read("kept"), read("rejected"))
-        return {"histogram": score_histogram(scored) if scored is not None else []}
+        return score_histograms(scored, REPORT_LANGUAGES) if scored is not None else {"histogram": [], "languages": []}
 
     @classmethod
     def report_section(cls, facts) -> str:
-        bins = facts.stage_facts.get(cls.name, {}).get("histogram")
+        own = facts.stage_facts.get(cls.name, {})
+        bins = own.get("histogram")
         if not bins:
             return ""
-        threshold = facts.stats[cls.name].get("threshold")
+        stats = facts.stats[cls.name]
+        threshold = stats.get("threshold")
         known = isinstance(threshold, (int, float))
-        return (f"<h2>Quality score: kept and rejected{f' by the threshold {number(threshold)}' if known else ''}"
-                f"</h2>"
-                + histogram(bins, "quality score histogram", "quality score (bin start)",
-                            parts=(("kept", KEPT_COLOUR), ("rejected", REJECTED_COLOUR)),
-                            marker=(threshold * SCORE_BINS, f"threshold {number(threshold)}") if known else None))
+        by_language = stats.get("threshold_by_language") or {}
+
+        def chart(bins, title, x_label, threshold, **size) -> str:
+            marked = isinstance(threshold, (int, float))
+            return histogram(bins, title, x_label, parts=(("kept", KEPT_COLOUR), ("rejected", REJECTED_COLOUR)),
+                             marker=(threshold * SCORE_BINS, f"threshold {number(threshold)}") if marked else None,
+                             **size)
+
+        named = ", ".join(sorted(by_language)) if len(by_language) <= 5 else f"{len(by_language)} languages"
+        own_lines = f" ({named}: their own)" if by_language else ""
+        html = (f"<h2>Quality score: kept and rejected{f' by the threshold {number(threshold)}' if known else ''}"
+                f"{own_lines}</h2>" + chart(bins, "quality score histogram", "quality score (bin start)", threshold))
+        languages = own.get("languages")
+        if languages:
+            html += (f"<h3>Quality score per language (the {len(languages)} with the most documents), "
+                     f"each with its threshold</h3>"
+                     + "".join(chart(lang_bins, f"quality score histogram, {lang}",
+                                     f"{lang}: {number(documents)} documents", by_language.get(lang, threshold),
+                                     width=370, height=180)
+                               for lang, documents, lang_bins in languages))
+        return html
 
     def artifact_fingerprint(self) -> str:
         """The model the stage starts its own service with (or loads, in local mode): retraining it
@@ -116,22 +139,17 @@ class ScoreStage(Stage):
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
         settings = self.settings
         reuse = settings.reuse_scores and SCORE in docs.columns
-        # Re-thresholding a scored dataset needs neither the model nor the service.
+        # Re-thresholding a scored dataset needs no service: only the model's thresholds.
         to_score = not reuse or docs.where(F.col(SCORE).isNull()).limit(1).count() > 0
-        threshold, model = settings.threshold, {}
         local = settings.mode == "local"
-        if local:  # the model card on disk says what a service would
-            info = read_info(settings.model_dir)
-            model = {"name": info.name, "version": info.version, "threshold": info.threshold}
-        elif to_score or threshold is None:
-            urls = self.service_url(resources)
-            if threshold is None:
-                model = settings.client(urls).model_info()
-        if threshold is None:
-            threshold = float(model["threshold"])
+        external = not local and bool(settings.service_urls)
+        # The model card on disk says what a service started with that model would.
+        model = settings.client(settings.service_urls).model_info() if external else model_card(settings.model_dir)
+        thresholds = settings.thresholds(model)
         if not to_score:
             scored = docs.withColumn(SCORE, F.col(SCORE).cast("float"))
         else:
+            urls = () if local else self.service_url(resources)
             # Imported here, not with the module: the driver imports every stage for its declaration before
             # the JVM starts. (The UDFs' type hints are evaluated where they are defined, so no __future__ import.)
             import pandas as pd
@@ -152,11 +170,14 @@ class ScoreStage(Stage):
         value = F.col(SCORE)
         rows = (scored
                 .withColumn("_outcome", F.when(value.isNull(), "error")
-                            .when(value >= F.lit(threshold), "kept").otherwise("rejected"))
+                            .when(value >= threshold_column(thresholds, scored.columns), "kept")
+                            .otherwise("rejected"))
                 .withColumn("reject_rule", F.when(F.col("_outcome") == "rejected", F.lit(REJECT_RULE)))
                 .withColumn("reject_value", F.when(F.col("_outcome") == "rejected", value.cast("double")))
                 .withColumn("error", F.when(F.col("_outcome") == "error", F.lit(SCORE_UNAVAILABLE))))
-        return Transformed(rows, {"threshold": threshold, "model": {k: model.get(k) for k in ("name", "version")}})
+        return Transformed(rows, {"threshold": thresholds.default,
+                                  "threshold_by_language": dict(sorted(thresholds.by_language.items())),
+                                  "model": {k: model.get(k) for k in ("name", "version")}})
 
     def extra_stats(self, stage_dir: str, facts: dict) -> dict:
         fs = HadoopFS(self.spark)
@@ -169,22 +190,58 @@ class ScoreStage(Stage):
         return {**facts, "score_histogram": histogram}
 
 
+def threshold_column(thresholds: Thresholds, columns: List[str]) -> Column:
+    """Each row's threshold: its language's (the filter's ``lang``) where one is set, else the default."""
+    default = F.lit(thresholds.default)
+    if not thresholds.by_language or LANG not in columns:
+        return default
+    table = F.create_map(*[F.lit(x) for pair in sorted(thresholds.by_language.items()) for x in pair])
+    return F.coalesce(table[F.col(LANG)], default)
+
+
 def scores_by_outcome(kept: Optional[DataFrame], rejected: Optional[DataFrame]) -> Optional[DataFrame]:
-    """``quality_score`` and ``outcome`` (kept / rejected) of the score stage's rows, as
-    ``score_histogram`` reads them; None when neither part has scores."""
-    parts = [docs.select("quality_score", F.lit(outcome).alias("outcome"))
+    """``quality_score``, ``outcome`` (kept / rejected) and ``lang`` (null without one) of the score
+    stage's rows, as ``score_histogram`` reads them; None when neither part has scores."""
+    parts = [docs.select(SCORE, F.lit(outcome).alias("outcome"),
+                         F.col(LANG) if LANG in docs.columns else F.lit(None).cast("string").alias(LANG))
              for outcome, docs in (("kept", kept), ("rejected", rejected))
-             if docs is not None and "quality_score" in docs.columns]
+             if docs is not None and SCORE in docs.columns]
     return parts[0].unionByName(parts[1]) if len(parts) == 2 else (parts[0] if parts else None)
 
 
-def score_histogram(docs: DataFrame) -> List[Tuple[str, Tuple[int, int]]]:
+Bins = List[Tuple[str, Tuple[int, int]]]
+
+
+def score_histogram(docs: DataFrame) -> Bins:
     """(kept, rejected) documents per quality-score bin over [0, 1], from ``quality_score`` and
     ``outcome``; unscored rows (null or negative) are left out."""
-    score = F.col("quality_score")
+    return _bins(_bin_counts(docs))
+
+
+def score_histograms(docs: DataFrame, top: int) -> Dict[str, Any]:
+    """``score_histogram`` of all documents (``histogram``) and of each of the ``top`` languages with
+    the most documents (``languages``: language, documents, bins), from one pass over ``docs``."""
+    overall: Counter = Counter()
+    by_language: Dict[str, Counter] = defaultdict(Counter)
+    for (lang, b, outcome), count in _bin_counts(docs, LANG).items():
+        overall[b, outcome] += count
+        if lang is not None:
+            by_language[lang][b, outcome] += count
+    ranked = sorted(by_language.items(), key=lambda item: (-sum(item[1].values()), item[0]))[:top]
+    return {"histogram": _bins(overall),
+            "languages": [(lang, sum(counts.values()), _bins(counts)) for lang, counts in ranked]}
+
+
+def _bin_counts(docs: DataFrame, *groups: str) -> Dict[tuple, int]:
+    """Documents per (*groups, bin, outcome)."""
+    score = F.col(SCORE)
     bins = (docs.where(score.isNotNull() & (score >= 0))
-            .select(F.least(F.floor(score * SCORE_BINS), F.lit(SCORE_BINS - 1)).cast("int").alias("b"), "outcome"))
-    counts = {(r["b"], r["outcome"]): r["count"] for r in bins.groupBy("b", "outcome").count().collect()}
+            .select(*groups, F.least(F.floor(score * SCORE_BINS), F.lit(SCORE_BINS - 1)).cast("int").alias("b"),
+                    "outcome"))
+    return {tuple(r)[:-1]: r["count"] for r in bins.groupBy(*groups, "b", "outcome").count().collect()}
+
+
+def _bins(counts: Dict[Tuple[int, str], int]) -> Bins:
     if not counts:
         return []
     return [(f"{b / SCORE_BINS:.2f}", (counts.get((b, "kept"), 0), counts.get((b, "rejected"), 0)))

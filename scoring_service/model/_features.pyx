@@ -31,6 +31,16 @@ cdef inline bint is_cjk(uint64_t cp) noexcept nogil:
             or (0xFF00 <= cp <= 0xFFEF) or (0x20000 <= cp <= 0x3FFFF))
 
 
+cdef inline bint is_spaceless(uint64_t cp) noexcept nogil:
+    # Thai and Lao, Myanmar, Khmer: written without spaces between words, like CJK.
+    return (0x0E00 <= cp <= 0x0EFF) or (0x1000 <= cp <= 0x109F) or (0x1780 <= cp <= 0x17FF)
+
+
+cdef inline bint is_char_word(uint64_t cp, bint spaceless) noexcept nogil:
+    """A character that is a word by itself."""
+    return is_cjk(cp) or (spaceless and is_spaceless(cp))
+
+
 cdef inline bint is_space(uint64_t cp) noexcept nogil:
     return cp <= 0x20 or cp == 0xA0
 
@@ -39,10 +49,43 @@ cdef inline int32_t bucket(uint64_t h, uint64_t slots) noexcept nogil:
     return <int32_t>(mix64(h) % slots) + 1
 
 
+cdef inline bint is_sentence_end(uint64_t cp) noexcept nogil:
+    return cp == 0x2E or cp == 0x21 or cp == 0x3F  # . ! ? (features.normalize maps CJK ones to these)
+
+
+cdef Py_ssize_t text_words(const uint64_t[::1] cp, Py_ssize_t s, Py_ssize_t e, bint spaceless,
+                           uint64_t[::1] words, uint8_t[::1] ends) noexcept nogil:
+    """The hashes of the words of ``cp[s:e]`` into ``words``, and whether each ends with a sentence
+    mark into ``ends``; returns how many. Words: runs of characters that are neither space nor a word
+    by themselves (``is_char_word``)."""
+    cdef Py_ssize_t i = s, nw = 0
+    cdef uint64_t h, power
+    while i < e:
+        if is_space(cp[i]):
+            i += 1
+            continue
+        h = 0
+        power = 1
+        if is_char_word(cp[i], spaceless):
+            h = cp[i] + 1
+            i += 1
+        else:
+            while i < e and not is_space(cp[i]) and not is_char_word(cp[i], spaceless):
+                h += (cp[i] + 1) * power
+                power *= PRIME
+                i += 1
+        words[nw] = mix64(h ^ WORD_SALT)
+        ends[nw] = is_sentence_end(cp[i - 1])
+        nw += 1
+    return nw
+
+
 def content_bags(const uint64_t[::1] cp, const int64_t[::1] lengths, const int64_t[::1] char_orders,
-                 int word_ngrams, int64_t buckets):
+                 int word_ngrams, int64_t buckets, bint spaceless_scripts=False):
     """(ids int32, offsets int64) of the content bag of each text: ``cp`` holds the texts' code points
-    one after another (``lengths`` of them each), text d's ids are ``ids[offsets[d]:offsets[d + 1]]``."""
+    one after another (``lengths`` of them each), text d's ids are ``ids[offsets[d]:offsets[d + 1]]``.
+    With ``spaceless_scripts``, a Thai, Lao, Myanmar or Khmer character is a word by itself, as a CJK
+    one always is."""
     cdef Py_ssize_t n_docs = lengths.shape[0], n = cp.shape[0], n_orders = char_orders.shape[0]
     cdef Py_ssize_t d, i, j, k, s, e, o, total = 0, out_n = 0, nw, capacity
     cdef uint64_t h, power, slots = <uint64_t>(buckets - 1)
@@ -63,9 +106,11 @@ def content_bags(const uint64_t[::1] cp, const int64_t[::1] lengths, const int64
     capacity = n * (n_orders + max(word_ngrams, 0)) + 1
     ids_array = np.empty(capacity, dtype=np.int32)
     words_array = np.empty(n + 1, dtype=np.uint64)
+    ends_array = np.empty(n + 1, dtype=np.uint8)
     offsets_array = np.zeros(n_docs + 1, dtype=np.int64)
     cdef int32_t[::1] ids = ids_array
     cdef uint64_t[::1] words = words_array
+    cdef uint8_t[::1] ends = ends_array
     cdef int64_t[::1] offsets = offsets_array
     with nogil:
         s = 0
@@ -82,27 +127,10 @@ def content_bags(const uint64_t[::1] cp, const int64_t[::1] lengths, const int64
                     ids[out_n] = bucket(h + <uint64_t>o, slots)
                     out_n += 1
             if word_ngrams:
-                # Words: runs of characters that are neither space nor CJK; a CJK character is a word.
-                nw = 0
-                i = s
-                while i < e:
-                    if is_space(cp[i]):
-                        i += 1
-                        continue
-                    h = 0
-                    power = 1
-                    if is_cjk(cp[i]):
-                        h = cp[i] + 1
-                        i += 1
-                    else:
-                        while i < e and not is_space(cp[i]) and not is_cjk(cp[i]):
-                            h += (cp[i] + 1) * power
-                            power *= PRIME
-                            i += 1
-                    words[nw] = mix64(h ^ WORD_SALT)
-                    ids[out_n] = bucket(words[nw], slots)
+                nw = text_words(cp, s, e, spaceless_scripts, words, ends)
+                for i in range(nw):
+                    ids[out_n] = bucket(words[i], slots)
                     out_n += 1
-                    nw += 1
                 for o in range(2, word_ngrams + 1):
                     for i in range(nw - o + 1):
                         h = words[i]
@@ -113,6 +141,113 @@ def content_bags(const uint64_t[::1] cp, const int64_t[::1] lengths, const int64
             offsets[d + 1] = out_n
             s = e
     return ids_array[:out_n].copy(), offsets_array
+
+
+# Columns of ``order_stats``.
+ORDER_STATS = ("words", "repeated_bigrams", "repeated_bigrams_shuffled", "repeated_trigrams",
+               "repeated_trigrams_shuffled", "window_repeats", "sentences", "sentence_words_squared")
+DEF WINDOW_WORDS = 8  # a word repeated within this many words before it counts in window_repeats
+DEF SHUFFLE_SEED = 0x5DEECE66D
+WINDOW = WINDOW_WORDS
+SHUFFLE_STATE = SHUFFLE_SEED
+
+
+cdef inline uint64_t splitmix_next(uint64_t* state) noexcept nogil:
+    state[0] += <uint64_t>0x9E3779B97F4A7C15
+    return mix64(state[0])
+
+
+cdef Py_ssize_t repeats(const uint64_t[::1] words, Py_ssize_t nw, int order, uint64_t[::1] table,
+                        uint64_t mask) noexcept nogil:
+    """How many of the ``order``-grams of ``words[:nw]`` occurred before in it (an open-addressing set
+    of their hashes, ``mask + 1`` slots, more than the n-grams; 0 marks an empty slot)."""
+    cdef Py_ssize_t i, j, found = 0
+    cdef uint64_t h, slot
+    for i in range(<Py_ssize_t>mask + 1):
+        table[i] = 0
+    for i in range(nw - order + 1):
+        h = words[i]
+        for j in range(1, order):
+            h = mix64(h * PRIME + words[i + j])
+        h |= 1
+        slot = h & mask
+        while table[slot] != 0 and table[slot] != h:
+            slot = (slot + 1) & mask
+        found += table[slot] == h
+        table[slot] = h
+    return found
+
+
+def order_stats(const uint64_t[::1] cp, const int64_t[::1] lengths, bint spaceless_scripts=False):
+    """Word-order counts of each text (``float64 [texts, len(ORDER_STATS)]``), words as in
+    ``content_bags``: its words; its bigrams and trigrams that occurred before in it, in its own order
+    and in a seeded shuffle of its words (natural text repeats its n-grams far more often than its word
+    frequencies alone make happen; shuffled text does not); its words equal to one of the ``WINDOW``
+    words before them; its sentences (a word ending in . ! ?, and an unterminated tail) and the sum
+    of their squared lengths in words."""
+    cdef Py_ssize_t n_docs = lengths.shape[0], n = cp.shape[0], d, i, j, s, e, nw, total = 0, since
+    cdef Py_ssize_t window_hits, sentences, squares
+    cdef uint64_t mask, state, tmp
+    for d in range(n_docs):
+        if lengths[d] < 0:
+            raise ValueError("order_stats: negative length")
+        total += lengths[d]
+    if total != n:
+        raise ValueError("order_stats: the lengths do not add up to the code points")
+    out_array = np.zeros((n_docs, len(ORDER_STATS)), dtype=np.float64)
+    words_array = np.empty(n + 1, dtype=np.uint64)
+    shuffled_array = np.empty(n + 1, dtype=np.uint64)
+    ends_array = np.empty(n + 1, dtype=np.uint8)
+    cdef Py_ssize_t slots = 2
+    while slots < 2 * (n + 1):
+        slots *= 2
+    table_array = np.empty(slots, dtype=np.uint64)
+    cdef double[:, ::1] out = out_array
+    cdef uint64_t[::1] words = words_array, shuffled = shuffled_array, table = table_array
+    cdef uint8_t[::1] ends = ends_array
+    with nogil:
+        s = 0
+        for d in range(n_docs):
+            e = s + lengths[d]
+            nw = text_words(cp, s, e, spaceless_scripts, words, ends)
+            mask = 1
+            while mask + 1 < <uint64_t>(2 * nw + 2):
+                mask = mask * 2 + 1
+            out[d, 0] = nw
+            out[d, 1] = repeats(words, nw, 2, table, mask)
+            out[d, 3] = repeats(words, nw, 3, table, mask)
+            # Fisher-Yates with a fixed seed: the same text always gets the same shuffle.
+            state = SHUFFLE_SEED
+            for i in range(nw):
+                shuffled[i] = words[i]
+            for i in range(nw - 1, 0, -1):
+                j = <Py_ssize_t>(splitmix_next(&state) % <uint64_t>(i + 1))
+                tmp = shuffled[i]
+                shuffled[i] = shuffled[j]
+                shuffled[j] = tmp
+            out[d, 2] = repeats(shuffled, nw, 2, table, mask)
+            out[d, 4] = repeats(shuffled, nw, 3, table, mask)
+            window_hits = 0
+            for i in range(1, nw):
+                for j in range(i - WINDOW_WORDS if i > WINDOW_WORDS else 0, i):
+                    if words[j] == words[i]:
+                        window_hits += 1
+                        break
+            out[d, 5] = window_hits
+            sentences, squares, since = 0, 0, 0
+            for i in range(nw):
+                since += 1
+                if ends[i]:
+                    sentences += 1
+                    squares += since * since
+                    since = 0
+            if since:
+                sentences += 1
+                squares += since * since
+            out[d, 6] = sentences
+            out[d, 7] = squares
+            s = e
+    return out_array
 
 
 def counted_bag(const int32_t[::1] ids, const int64_t[::1] offsets, int count_bits):

@@ -2,7 +2,7 @@
 
 A model directory holds::
 
-    model.json      name, version, hashing spec, network shape, threshold, metrics
+    model.json      name, version, hashing spec, network shape, threshold (and per language), metrics
     model.ckpt      MindSpore checkpoint (for fine-tuning, or loading without MindIR)
     model.counted.mindir  the exported inference graph; its inputs are ``features.Encoded``: content,
                     content_segments, lines, lines_rows (int32 [None]) and layout (int32 [None, None])
@@ -13,12 +13,23 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
+from typing import Dict, Optional
 
 from scoring_service.model.features import HashingSpec
 
 MODEL_JSON, CHECKPOINT, MINDIR, CARD = "model.json", "model.ckpt", "model.counted.mindir", "MODEL_CARD.md"
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # scoring_service/
-DEFAULT_MODEL_DIR = os.path.join(_PACKAGE_DIR, "models", "default")  # the shipped model
+SHIPPED_MODELS_DIR = os.path.join(_PACKAGE_DIR, "models")
+DEFAULT_MODEL_DIR = os.path.join(SHIPPED_MODELS_DIR, "default")  # the shipped model
+
+
+def model_dir_of(model: str) -> str:
+    """A model folder, or the name of a model shipped in ``scoring_service/models/`` (``default``,
+    ``fluency``): the name is what a config or a command line written for any install can say."""
+    shipped = os.path.join(SHIPPED_MODELS_DIR, model)
+    if os.sep not in model and model not in (".", "..") and os.path.isfile(os.path.join(shipped, MODEL_JSON)):
+        return shipped
+    return model
 
 
 @dataclass(frozen=True)
@@ -41,16 +52,25 @@ class ModelInfo:
     shape: NetShape
     threshold: float = 0.5
     metrics: dict = field(default_factory=dict)
+    # Language code (as the filter stage's ``lang``) -> its own threshold, from that language's
+    # validation P-R curve; a language not listed uses ``threshold``.
+    threshold_by_language: Dict[str, float] = field(default_factory=dict)
+
+    def threshold_for(self, lang: Optional[str]) -> float:
+        return self.threshold_by_language.get(lang or "", self.threshold)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "version": self.version, "hashing": self.hashing.to_dict(),
-                "shape": asdict(self.shape), "threshold": self.threshold, "metrics": self.metrics}
+                "shape": asdict(self.shape), "threshold": self.threshold,
+                "threshold_by_language": self.threshold_by_language, "metrics": self.metrics}
 
     @classmethod
     def from_dict(cls, data: dict) -> "ModelInfo":
         return cls(name=data["name"], version=str(data["version"]),
                    hashing=HashingSpec.from_dict(data["hashing"]), shape=NetShape(**data["shape"]),
-                   threshold=float(data["threshold"]), metrics=data.get("metrics", {}))
+                   threshold=float(data["threshold"]), metrics=data.get("metrics", {}),
+                   threshold_by_language={str(lang): float(t) for lang, t in
+                                          data.get("threshold_by_language", {}).items()})
 
 
 def served_file(model_dir: str) -> str:

@@ -9,7 +9,12 @@ A batch of texts becomes the model's three bags (``Encoded``):
   of adjacent lines: a menu is a run of short lines without sentence punctuation in any script.
 * ``layout [batch, LAYOUT_FEATURES]`` — document statistics in buckets: length, line count, mean
   line length, the share of lines ending in sentence punctuation or in none, sentence and clause
-  punctuation per 100 units, digit and symbol shares.
+  punctuation per 100 units, digit and symbol shares; and word-order statistics that mean the same
+  in every language (``_features.order_stats``): how much more often the text repeats its own
+  bigrams and trigrams than a shuffle of its words does, its rate of repeated bigrams and of words
+  repeated within a few words, the spread and mean of its sentence lengths, and in scripts with
+  letter case the share of its sentences that start with a capital and of its other words that do.
+  Shuffled words, n-gram chains, templates and filler move these in a language the model never saw.
 
 Lengths are counted in script-neutral units (a CJK character counts 3, about one word of Latin
 text), and CJK and full-width punctuation is mapped to ASCII, so ``lines`` and ``layout`` mean the
@@ -86,7 +91,19 @@ _LAYOUT_EDGES = (
     ("clause_punct_per_100", (0.1, 0.4, 0.8, 1.5, 2.5, 4.0, 7.0)),
     ("digit_share", (0.005, 0.02, 0.05, 0.1, 0.2, 0.4)),
     ("symbol_share", (0.002, 0.01, 0.03, 0.06, 0.12, 0.25)),
+    # Word order (HashingSpec.order_stats). Association: log2 of (repeated n-grams + 1) in the text over
+    # the same in its shuffle, so 0 where word order carries nothing.
+    ("bigram_association", (-0.3, 0.1, 0.3, 0.5, 0.75, 1.0, 1.4, 1.8, 2.4, 3.0)),
+    ("trigram_association", (-0.3, 0.1, 0.3, 0.5, 0.75, 1.0, 1.4, 1.8, 2.4, 3.0)),
+    ("repeated_bigram_rate", (0.005, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7)),
+    ("window_repeat_rate", (0.01, 0.03, 0.06, 0.1, 0.15, 0.25, 0.4)),
+    ("sentence_length_spread", (0.15, 0.3, 0.45, 0.6, 0.8, 1.0, 1.3)),
+    ("log2_sentence_words", None),
+    # Letter case (-1: no cased letter, bucket 0): sentences that start with a capital, other words that do.
+    ("sentence_capital_share", (-0.5, 0.2, 0.4, 0.6, 0.75, 0.85, 0.95)),
+    ("word_capital_share", (-0.5, 0.02, 0.05, 0.1, 0.2, 0.35, 0.6)),
 )
+_ORDER_FEATURES = 8  # the last entries of _LAYOUT_EDGES
 LAYOUT_FEATURES = len(_LAYOUT_EDGES)
 _LAYOUT_BASE = _PAIR_BASE + _SHAPES * _SHAPES
 _LAYOUT_SLOTS = 16  # buckets per layout feature
@@ -99,13 +116,20 @@ class HashingSpec:
 
     buckets: int = 1 << 15
     char_ngrams: Tuple[int, ...] = (2, 3, 4)
-    word_ngrams: int = 2
-    # Only the head of a document is read: enough to tell prose from boilerplate, bounded cost.
+    word_ngrams: int = 3
+    # Only the head of a document is read: enough to tell prose from boilerplate and word salad from
+    # prose, at a bounded cost.
     max_chars: int = 2000
+    # Thai, Lao, Myanmar and Khmer characters are words by themselves, as CJK ones always are.
+    spaceless_scripts: bool = True
+    # The layout bag's word-order statistics (else those columns are padding).
+    order_stats: bool = True
 
     @classmethod
     def from_dict(cls, data: dict) -> "HashingSpec":
-        return cls(**{**data, "char_ngrams": tuple(data["char_ngrams"])})
+        # A model.json written before the last two fields hashes without them.
+        return cls(**{"spaceless_scripts": False, "order_stats": False, **data,
+                      "char_ngrams": tuple(data["char_ngrams"])})
 
     def to_dict(self) -> dict:
         return {**asdict(self), "char_ngrams": list(self.char_ngrams)}
@@ -120,6 +144,11 @@ class HashingSpec:
         """Most content ids one text can have: each n-gram order has at most one per character of the
         normalised text (``max_chars`` and its two boundary marks)."""
         return (len(self.char_ngrams) + self.word_ngrams) * (self.max_chars + 2)
+
+    @property
+    def layout_vocab(self) -> int:
+        """Rows of the layout bag's table: a model hashed without the word-order statistics has none for them."""
+        return LAYOUT_VOCAB if self.order_stats else LAYOUT_VOCAB - _ORDER_FEATURES * _LAYOUT_SLOTS
 
     @property
     def max_line_ids(self) -> int:
@@ -195,13 +224,66 @@ class Bags(NamedTuple):
                     np.concatenate([p.layout for p in parts]))
 
 
-def normalize(text: str, max_chars: int) -> str:
-    """Lower case, digits → 0, ASCII punctuation, runs of spaces → one space, line break runs → one newline.
+def collapse(text: str, max_chars: int) -> str:
+    """Runs of spaces → one space, line break runs → one newline, at most ``max_chars`` characters.
 
     Reads at most ``2 * max_chars`` characters of the input (clients may truncate there).
     """
     lines = (" ".join(line.split()) for line in text[: max_chars * 2].split("\n"))
-    return "\n".join(line for line in lines if line)[:max_chars].lower().translate(_TRANSLATE)
+    return "\n".join(line for line in lines if line)[:max_chars]
+
+
+def normalize(text: str, max_chars: int) -> str:
+    """Lower case, digits → 0, ASCII punctuation, runs of spaces → one space, line break runs → one newline."""
+    return _lowered(collapse(text, max_chars))
+
+
+def _lowered(collapsed: str) -> str:
+    return collapsed.lower().translate(_TRANSLATE)
+
+
+# Letter case of each code point of the Basic Multilingual Plane (every cased script is there): 1 lower,
+# 2 upper or title case, 0 neither. Sentences start with a capital in every script with case; a shuffle
+# moves that capital inside the sentence.
+_CASE = np.array([2 if chr(c).isupper() or chr(c).istitle() else 1 if chr(c).islower() else 0
+                  for c in range(0x10000)], dtype=np.uint8)
+_OPENERS = _codes("\"'([\u201c\u2018\u00ab\u00bf\u00a1")
+
+
+def case_features(collapsed: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
+    """Per text: the share of its sentences that start with a capital (of those that start with a
+    cased letter), and the share of its other words that do; -1 where a text has none of them."""
+    joined = "\n".join(collapsed)
+    cp = np.frombuffer(joined.encode("utf-32-le", "replace"), dtype=np.uint32).astype(np.int64)
+    doc = np.repeat(np.arange(len(collapsed)), [len(t) + 1 for t in collapsed])[:len(cp)]
+    case = _CASE[np.minimum(cp, len(_CASE) - 1)] * (cp < len(_CASE))
+    padded = np.concatenate(([10, 10, 10], cp))  # a line break before the text
+
+    def at(positions):
+        return padded[positions + 3]
+
+    # A word starts after a space or line break, or after an opening quote or bracket there. Only the
+    # cased letters are looked at.
+    letter = np.flatnonzero(case)
+    prev = at(letter - 1)
+    prev_opener = np.isin(prev, _OPENERS)
+    first = np.where(prev_opener, letter - 1, letter)  # the word's first mark
+    blank_before = at(first - 1)
+    starts = (prev == 32) | (prev == 10) | (prev_opener & ((blank_before == 32) | (blank_before == 10)))
+    letter, first, blank_before = letter[starts], first[starts], blank_before[starts]
+    # A sentence starts a line, or follows a sentence mark (and closing quotes or brackets) and a space.
+    mark = at(first - 2)
+    mark = np.where(np.isin(mark, _CLOSERS), at(first - 3), mark)
+    sentence = (blank_before == 10) | ((blank_before == 32) & np.isin(mark, _SENTENCE_END))
+    upper = case[letter] == 2
+    word_doc = doc[letter]
+
+    def share(mask):
+        total = np.bincount(word_doc[mask], minlength=len(collapsed)).astype(np.float64)
+        capital = np.bincount(word_doc[mask & upper], minlength=len(collapsed))
+        return np.where(total > 0, capital / np.maximum(total, 1.0), -1.0)
+
+    return share(sentence), share(~sentence)
 
 
 def _gather_rows(offsets: np.ndarray, rows: np.ndarray, *columns: np.ndarray) -> Tuple[np.ndarray, ...]:
@@ -244,12 +326,16 @@ class FeatureHasher:
     def encode_bags(self, texts: Sequence[str]) -> Bags:
         """The unpadded bags of a batch (what clients send the service)."""
         spec = self.spec
-        normed = [_BOS + normalize(t or "", spec.max_chars) + _EOS for t in texts]
+        collapsed = [collapse(t or "", spec.max_chars) for t in texts]
+        normed = [_BOS + _lowered(t) + _EOS for t in collapsed]
         cp = np.frombuffer("".join(normed).encode("utf-32-le", "replace"), dtype=np.uint32).astype(np.uint64)
         lengths = np.fromiter((len(t) for t in normed), dtype=np.int64, count=len(normed))
         content = _features.counted_bag(*_features.content_bags(cp, lengths, self._char_orders, spec.word_ngrams,
-                                                                spec.buckets), COUNT_BITS)
+                                                                spec.buckets, spec.spaceless_scripts), COUNT_BITS)
         line_doc, line_ids, layout = self._layout(cp, np.repeat(np.arange(len(normed)), lengths), len(normed))
+        if spec.order_stats:
+            order = order_features(_features.order_stats(cp, lengths, spec.spaceless_scripts)) + case_features(collapsed)
+            layout[:, -_ORDER_FEATURES:] = _layout_ids(order, LAYOUT_FEATURES - _ORDER_FEATURES)
         return Bags(*content, *_flat(line_doc, line_ids, len(texts)), layout)
 
     # -- internals
@@ -298,8 +384,30 @@ class FeatureHasher:
             per_doc(doc[cp == 0x30]) * per_100 / 100.0,
             per_doc(doc[punctuation == 3]) * per_100 / 100.0,
         )
-        layout = np.empty((batch, LAYOUT_FEATURES), dtype=np.int32)
-        for k, ((_, edges), value) in enumerate(zip(_LAYOUT_EDGES, values)):
-            bucket = value.astype(np.int64) if edges is None else np.searchsorted(edges, value, side="right")
-            layout[:, k] = _LAYOUT_BASE + k * _LAYOUT_SLOTS + np.minimum(bucket, _LAYOUT_SLOTS - 1)
+        layout = np.zeros((batch, LAYOUT_FEATURES), dtype=np.int32)  # 0: padding, for the order columns
+        layout[:, :len(values)] = _layout_ids(values, 0)
         return lines_doc, lines_ids, layout
+
+
+def order_features(stats: np.ndarray) -> Tuple[np.ndarray, ...]:
+    """The word-order layout values (the last ``_ORDER_FEATURES`` of ``_LAYOUT_EDGES``) from
+    ``_features.order_stats`` rows."""
+    words, bigrams, bigrams_shuffled, trigrams, trigrams_shuffled, window, sentences, squares = stats.T
+    pairs = np.maximum(words - 1.0, 1.0)
+    sentences = np.maximum(sentences, 1.0)
+    mean_length = words / sentences
+    spread = np.sqrt(np.maximum(squares / sentences - mean_length ** 2, 0.0)) / np.maximum(mean_length, 1.0)
+    return (np.log2((bigrams + 1.0) / (bigrams_shuffled + 1.0)),
+            np.log2((trigrams + 1.0) / (trigrams_shuffled + 1.0)),
+            bigrams / pairs, window / pairs, spread, np.log2(np.maximum(mean_length, 1.0)))
+
+
+def _layout_ids(values: Sequence[np.ndarray], first: int) -> np.ndarray:
+    """Layout ids ``[batch, len(values)]`` of the features ``first``, ``first + 1``, … of ``_LAYOUT_EDGES``."""
+    ids = np.empty((len(values[0]), len(values)), dtype=np.int32)
+    for j, value in enumerate(values):
+        k = first + j
+        edges = _LAYOUT_EDGES[k][1]
+        bucket = np.maximum(value, 0).astype(np.int64) if edges is None else np.searchsorted(edges, value, side="right")
+        ids[:, j] = _LAYOUT_BASE + k * _LAYOUT_SLOTS + np.minimum(bucket, _LAYOUT_SLOTS - 1)
+    return ids

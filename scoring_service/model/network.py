@@ -63,11 +63,11 @@ def _rowwise_dense(layer: nn.Dense, x):
 class QualityNet(nn.Cell):
     """Three embedding bags (content n-grams, line shapes, layout) → MLP → P(high quality)."""
 
-    def __init__(self, buckets: int, shape: NetShape = NetShape()):
+    def __init__(self, buckets: int, shape: NetShape = NetShape(), layout_vocab: int = LAYOUT_VOCAB):
         super().__init__()
         self.content = nn.Embedding(buckets, shape.dim, padding_idx=0)
-        self.layout = nn.Embedding(LAYOUT_VOCAB, shape.dim, padding_idx=0)
-        self.content_present, self.layout_present = _present_column(buckets), _present_column(LAYOUT_VOCAB)
+        self.layout = nn.Embedding(layout_vocab, shape.dim, padding_idx=0)
+        self.content_present, self.layout_present = _present_column(buckets), _present_column(layout_vocab)
         self.class_weights = ms.Tensor((2.0 ** np.arange(COUNT_BITS)).reshape(1, COUNT_BITS, 1), ms.float32)
         self.content_dropout = nn.Dropout(p=shape.content_dropout)
         self.hidden = nn.Dense(3 * shape.dim, shape.hidden)
@@ -98,7 +98,7 @@ def dynamic_inputs():
 
 
 def build_net(info: ModelInfo, checkpoint: Optional[str] = None) -> QualityNet:
-    net = QualityNet(info.hashing.buckets, info.shape)
+    net = QualityNet(info.hashing.buckets, info.shape, info.hashing.layout_vocab)
     if checkpoint:
         ms.load_param_into_net(net, ms.load_checkpoint(checkpoint))
     net.set_train(False)

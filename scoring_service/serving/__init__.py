@@ -16,7 +16,7 @@ Endpoints
                      ``features.COUNT_BITS``) and schema metadata ``hashing`` = the spec's digest;
                      answered like Arrow on ``/v1/score``. The service then only runs
                      the network: this is how a cluster's executors keep an accelerator busy.
-    GET  /v1/model   name, version, threshold, how many characters of a text the model reads, the
+    GET  /v1/model   name, version, threshold (and per language), how many characters of a text the model reads, the
                      hashing spec and its digest, limits.
     GET  /healthz    the process is up.      GET /readyz   the model is loaded and not draining.
     GET  /metrics    Prometheus exposition (prometheus_client): requests by endpoint and code, texts,
@@ -160,6 +160,7 @@ class ScoringServer:
     def model_description(self) -> dict:
         info, cfg = self.info, self.config
         return {"name": info.name, "version": info.version, "threshold": info.threshold,
+                "threshold_by_language": info.threshold_by_language,
                 "text_chars_used": self.text_chars_used,
                 # what a client needs to encode texts for /v1/score/encoded itself
                 "hashing": info.hashing.to_dict(), "hashing_digest": info.hashing.digest,

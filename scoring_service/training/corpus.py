@@ -1,10 +1,14 @@
 """Training and evaluation texts from files and globs: plain text, JSONL or Parquet.
 
 * ``.txt`` — one document per non-empty line (fastText's convention).
-* ``.jsonl`` / ``.json`` — one object per line with a text field; optional ``source``, ``licence``
-  and ``group`` fields are kept (the model card counts documents per source and licence; the
-  held-out split never separates documents of one group, e.g. the pages of one site).
-* ``.parquet`` (file or folder) — a text column, same optional columns.
+* ``.jsonl`` / ``.json`` — one object per line with a text field; optional ``source``, ``licence``,
+  ``group`` and ``lang`` fields are kept (the model card counts documents per source and licence
+  and gives figures per language; the held-out split never separates documents of one group, e.g.
+  the pages of one site).
+* ``.parquet`` (file or folder, e.g. a run's ``filter/kept/``) — a text column, same optional columns.
+
+Files are read as a stream (``iter_examples``), a Parquet file by record batches, so a large sample
+never has to fit in memory as text.
 """
 from __future__ import annotations
 
@@ -12,9 +16,8 @@ import glob
 import json
 import os
 from dataclasses import dataclass
-from typing import Iterable, List, Optional
+from typing import Iterable, Iterator, List, Optional
 
-import pyarrow.parquet as pq
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,7 @@ class Example:
     source: str
     licence: str = "unknown"
     group: str = ""
+    lang: str = ""  # "" when the source does not say
 
 
 def expand(patterns: Iterable[str]) -> List[str]:
@@ -36,32 +40,42 @@ def expand(patterns: Iterable[str]) -> List[str]:
 
 
 def read_examples(patterns: Iterable[str], text_column: str = "text") -> List[Example]:
-    examples: List[Example] = []
+    return list(iter_examples(patterns, text_column))
+
+
+def iter_examples(patterns: Iterable[str], text_column: str = "text") -> Iterator[Example]:
     for path in expand(patterns):
         name = os.path.basename(path.rstrip("/"))
         if path.endswith(".txt"):
             with open(path, encoding="utf-8") as fh:
-                examples.extend(Example(line.strip(), name, group=f"{name}:{i}")
-                                for i, line in enumerate(fh) if line.strip())
+                yield from (Example(line.strip(), name, group=f"{name}:{i}") for i, line in enumerate(fh) if line.strip())
         elif path.endswith((".jsonl", ".json")):
             with open(path, encoding="utf-8") as fh:
-                rows = [json.loads(line) for line in fh if line.strip()]
-            examples.extend(_from_rows(rows, name, text_column))
+                yield from _from_rows((json.loads(line) for line in fh if line.strip()), name, text_column)
         elif path.endswith(".parquet") or os.path.isdir(path):
-            examples.extend(_from_rows(pq.read_table(path).to_pylist(), name, text_column))
+            yield from _from_rows(_parquet_rows(path, text_column), name, text_column)
         else:
             raise ValueError(f"{path}: expected .txt, .jsonl or .parquet")
-    return examples
 
 
-def _from_rows(rows: List[dict], name: str, text_column: str) -> Iterable[Example]:
+def _parquet_rows(path: str, text_column: str, batch_rows: int = 1024) -> Iterator[dict]:
+    """The rows of a Parquet file or folder (a dataset's files, partition folders included), batch by batch."""
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(path, format="parquet", partitioning="hive")
+    wanted = [c for c in dataset.schema.names if c in (text_column, "source", "licence", "group", "lang")]
+    for batch in dataset.to_batches(columns=wanted, batch_size=batch_rows):
+        yield from batch.to_pylist()
+
+
+def _from_rows(rows: Iterable[dict], name: str, text_column: str) -> Iterator[Example]:
     for i, row in enumerate(rows):
         text = row.get(text_column)
         if text_column not in row:
             raise ValueError(f"{name}: no {text_column!r} field in row {i}")
         if text and text.strip():
             yield Example(text, _opt(row.get("source")) or name, _opt(row.get("licence")) or "unknown",
-                          _opt(row.get("group")) or f"{name}:{i}")
+                          _opt(row.get("group")) or f"{name}:{i}", _opt(row.get("lang")) or "")
 
 
 def _opt(value) -> Optional[str]:
@@ -73,7 +87,9 @@ def write_jsonl(path: str, examples: Iterable[Example]) -> int:
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         for ex in examples:
-            fh.write(json.dumps({"text": ex.text, "source": ex.source, "licence": ex.licence,
-                                 "group": ex.group}, ensure_ascii=False) + "\n")
+            row = {"text": ex.text, "source": ex.source, "licence": ex.licence, "group": ex.group}
+            if ex.lang:
+                row["lang"] = ex.lang
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             n += 1
     return n

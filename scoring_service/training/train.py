@@ -15,6 +15,7 @@ import datetime
 import hashlib
 import json
 import os
+import random
 import sys
 import time
 from collections import Counter
@@ -25,8 +26,8 @@ import numpy as np
 
 from scoring_service.model.artifacts import CARD, CHECKPOINT, MINDIR, MODEL_JSON, ModelInfo, NetShape, write_info
 from scoring_service.model.features import Bags, FeatureHasher, HashingSpec
-from scoring_service.training import evaluation
-from scoring_service.training.corpus import Example, read_examples
+from scoring_service.training import evaluation, negatives
+from scoring_service.training.corpus import Example, iter_examples, read_examples
 
 SPLITS = ("train", "valid", "test")
 
@@ -47,11 +48,33 @@ def split_of(group: str, seed: int) -> str:
     return "test" if bucket == 0 else "valid" if bucket == 1 else "train"
 
 
+@dataclass(frozen=True)
+class DataSettings:
+    """How the training texts are read and what negatives are made of them."""
+
+    # Most positives read per language (the rest of a language's input is skipped): bounds memory and
+    # keeps one language from dominating.
+    max_docs_per_language: int = 5000
+    # Positives of one language corrupted together: each half's machine-made negatives draw on a
+    # pool fitted on the other half (chains, templates and spun words from OTHER text of the language).
+    chunk_docs: int = 256
+
+
+CLEAN = "clean"  # the kind of a positive
+GIVEN = "given"  # the kind of a negative read from a file
+
+
 @dataclass
 class LabelledSet:
-    examples: List[Example]
+    """Hashed texts with their labels and, per text, its language, kind (``CLEAN``, ``GIVEN`` or a
+    ``negatives.KINDS`` entry), source and licence; the texts themselves are not kept."""
+
     labels: np.ndarray  # float32, 1 = high quality
-    bags: Bags  # one row per example
+    bags: Bags  # one row per text
+    langs: np.ndarray
+    kinds: np.ndarray
+    sources: np.ndarray
+    licences: np.ndarray
 
     def batches(self, batch_size: int, rng: Optional[np.random.Generator]):
         """Batches of ``batch_size`` examples as the network takes them; shuffled when ``rng`` is given."""
@@ -61,34 +84,113 @@ class LabelledSet:
             yield rows, self.bags.encoded(rows)
 
 
-def encode_all(hasher: FeatureHasher, texts: Sequence[str], chunk: int = 512) -> Bags:
-    parts = [hasher.encode_bags(texts[start:start + chunk]) for start in range(0, len(texts), chunk)]
-    return Bags.concat(parts) if parts else hasher.encode_bags([])
+class _SetBuilder:
+    """Texts hashed chunk by chunk into one ``LabelledSet``."""
+
+    def __init__(self, hasher: FeatureHasher):
+        self.hasher = hasher
+        self.bags: List[Bags] = []
+        self.labels: List[float] = []
+        self.meta: List[Tuple[str, str, str, str]] = []
+
+    def add(self, texts: Sequence[str], label: int, meta: Sequence[Tuple[str, str, str, str]]) -> None:
+        if texts:
+            self.bags.append(self.hasher.encode_bags(texts))
+            self.labels += [float(label)] * len(texts)
+            self.meta += meta
+
+    def build(self) -> LabelledSet:
+        bags = Bags.concat(self.bags) if self.bags else self.hasher.encode_bags([])
+        columns = [np.array(column, dtype=object) for column in zip(*self.meta)] or [np.array([], dtype=object)] * 4
+        return LabelledSet(np.array(self.labels, dtype=np.float32), bags, *columns)
 
 
-def load_sets(positive: Sequence[str], negative: Sequence[str], hasher: FeatureHasher,
-              seed: int) -> Tuple[Dict[str, LabelledSet], dict]:
-    """Read, de-duplicate (a text in both classes is dropped), split and hash."""
-    pos, neg = read_examples(positive), read_examples(negative)
-    both = {e.text for e in pos} & {e.text for e in neg}
-    by_text: Dict[str, Tuple[Example, int]] = {}
-    for label, examples in ((1, pos), (0, neg)):
-        for ex in examples:
-            if ex.text not in both:
-                by_text.setdefault(ex.text, (ex, label))
-    parts: Dict[str, List[Tuple[Example, int]]] = {s: [] for s in SPLITS}
-    for ex, label in by_text.values():
-        parts[split_of(ex.group or ex.text, seed)].append((ex, label))
-    sets = {}
-    for name, rows in parts.items():
-        examples = [ex for ex, _ in rows]
-        sets[name] = LabelledSet(examples, np.array([lb for _, lb in rows], dtype=np.float32),
-                                 encode_all(hasher, [ex.text for ex in examples]))
-    sources = Counter()
-    for name, s in sets.items():
-        for ex, label in zip(s.examples, s.labels):
-            sources[("positive" if label else "negative", ex.source, ex.licence, name)] += 1
-    data = {"dropped_in_both_classes": len(both), "sources": _source_table(sources)}
+def _lang(example: Example) -> str:
+    return example.lang or "und"
+
+
+def _machine_negatives(examples: List[Example], seed: int, first_kind: int) -> List[Tuple[Example, str, str]]:
+    """One negative per example (kinds in turn from ``first_kind``), each half of the examples
+    corrupted with a pool fitted on the other half."""
+    half = len(examples) // 2
+    halves = (examples[:half], examples[half:])
+    pools = [negatives.LanguagePool(e.text for e in other) for other in (halves[1], halves[0])]
+    out = []
+    for part, pool in zip(halves, pools):
+        kinds = negatives.training_turn(pool)
+        for ex in part:
+            kind = kinds[(first_kind + len(out)) % len(kinds)]
+            rng = random.Random(f"{seed}:{kind}:{ex.text}")
+            out.append((ex, kind, negatives.make(kind, ex.text, rng, pool)))
+    return out
+
+
+def load_sets(positive: Sequence[str], negative: Sequence[str], hasher: FeatureHasher, seed: int,
+              data_settings: DataSettings = DataSettings(), log=print) -> Tuple[Dict[str, LabelledSet], dict]:
+    """Read (streamed), cap per language, de-duplicate (a text in both classes is dropped), make the
+    machine-made negatives, split by group and hash, a chunk of one language at a time."""
+    builders = {split: _SetBuilder(hasher) for split in SPLITS}
+    taken = set()  # sha1 of each text taken, in either class
+    per_language: Counter = Counter()
+    pending: Dict[str, List[Example]] = {}
+    kind_turn: Counter = Counter()
+    counts: Counter = Counter()
+
+    def digest(text: str) -> str:
+        return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
+
+    def add(examples: Sequence[Example], texts: Sequence[str], label: int, kinds: Sequence[str]) -> None:
+        by_split: Dict[str, list] = {split: [] for split in SPLITS}
+        for ex, text, kind in zip(examples, texts, kinds):
+            split = split_of(ex.group or ex.text, seed)
+            by_split[split].append((text, (_lang(ex), kind, ex.source, ex.licence)))
+            role = "positive" if label else "negative" if kind == GIVEN else "machine-made negative"
+            counts[(role, ex.source, ex.licence, split)] += 1
+        for split, rows in by_split.items():
+            builders[split].add([t for t, _ in rows], label, [m for _, m in rows])
+
+    def flush(lang: str) -> None:
+        chunk = pending.pop(lang, [])
+        if not chunk:
+            return
+        add(chunk, [e.text for e in chunk], 1, [CLEAN] * len(chunk))
+        # One machine-made negative per positive (negatives.TRAINING_TURN), given negatives or not.
+        made = _machine_negatives(chunk, seed, kind_turn[lang])
+        kind_turn[lang] += len(made)
+        add([ex for ex, _, _ in made], [text for _, _, text in made], 0, [kind for _, kind, _ in made])
+
+    negative_texts = {digest(ex.text) for ex in iter_examples(negative)}
+    in_both = set()
+    for ex in iter_examples(positive):
+        key = digest(ex.text)
+        lang = _lang(ex)
+        if key in negative_texts:
+            in_both.add(key)
+            continue
+        if key in taken or per_language[lang] >= data_settings.max_docs_per_language:
+            continue
+        taken.add(key)
+        per_language[lang] += 1
+        pending.setdefault(lang, []).append(ex)
+        if len(pending[lang]) >= data_settings.chunk_docs:
+            flush(lang)
+    for lang in list(pending):
+        flush(lang)
+    given: List[Example] = []
+    for ex in iter_examples(negative):
+        key = digest(ex.text)
+        if key in taken or key in in_both:
+            continue
+        taken.add(key)
+        given.append(ex)
+        if len(given) >= 1024:
+            add(given, [e.text for e in given], 0, [GIVEN] * len(given))
+            given = []
+    add(given, [e.text for e in given], 0, [GIVEN] * len(given))
+    sets = {split: builder.build() for split, builder in builders.items()}
+    log(f"read {sum(per_language.values())} positives in {len(per_language)} languages")
+    data = {"dropped_in_both_classes": len(in_both), "sources": _source_table(counts),
+            "positives_per_language": dict(sorted(per_language.items()))}
     return sets, data
 
 
@@ -98,20 +200,20 @@ def _source_table(counts: Counter) -> List[dict]:
         row = rows.setdefault((label, source, licence),
                               {"label": label, "source": source, "licence": licence, **{s: 0 for s in SPLITS}})
         row[split] += n
-    return sorted(rows.values(), key=lambda r: (r["label"] != "positive", r["source"]))
+    return sorted(rows.values(), key=lambda r: (r["label"] != "positive", r["label"], r["source"]))
 
 
 class Trainer:
     """MindSpore graph-mode training with dynamic input shapes (compiled once for every batch shape)."""
 
-    def __init__(self, buckets: int, shape: NetShape, settings: TrainSettings):
+    def __init__(self, buckets: int, shape: NetShape, settings: TrainSettings, device: str = "CPU"):
         import mindspore as ms
         from mindspore import nn, ops
 
         from scoring_service.model.network import QualityNet, dynamic_inputs
 
         self.ms = ms
-        ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+        ms.set_context(mode=ms.GRAPH_MODE, device_target=device)
         ms.set_seed(settings.seed)
         self.net = QualityNet(buckets, shape)
 
@@ -164,11 +266,14 @@ class Trainer:
             p.set_data(self.ms.Tensor(values[p.name]))
 
 
-def class_weights(labels: np.ndarray) -> np.ndarray:
-    """Each class weighs half of the loss, whatever the class sizes."""
-    n_pos = max(float(labels.sum()), 1.0)
-    n_neg = max(float(len(labels) - labels.sum()), 1.0)
-    return np.where(labels > 0, len(labels) / (2 * n_pos), len(labels) / (2 * n_neg)).astype(np.float32)
+def class_weights(data: LabelledSet) -> np.ndarray:
+    """Each class weighs half of the loss, whatever the class sizes; within the negatives, the given
+    ones (e.g. furniture) weigh as much as the machine-made ones together, so that neither judgement
+    is learned at the other's expense."""
+    groups = np.where(data.labels > 0, 0, np.where(data.kinds == GIVEN, 1, 2))
+    sizes = np.bincount(groups, minlength=3).astype(np.float64)
+    shares = np.array([0.5, 0.25, 0.25]) if sizes[1] and sizes[2] else np.array([0.5, 0.5, 0.5])
+    return (shares[groups] * len(groups) / np.maximum(sizes[groups], 1.0)).astype(np.float32)
 
 
 def evaluation_sets(eval_dir: Optional[str]) -> Dict[str, Tuple[List[str], List[str]]]:
@@ -184,10 +289,77 @@ def evaluation_sets(eval_dir: Optional[str]) -> Dict[str, Tuple[List[str], List[
     return out
 
 
+def machine_sets(eval_dir: Optional[str], hasher: FeatureHasher, seed: int) -> Dict[str, LabelledSet]:
+    """``<eval_dir>/<name>/clean.jsonl`` (with ``lang``): held-out clean texts, each with a negative of
+    every kind made from it; chains, templates and spun words draw on ``pool.jsonl`` beside it (other
+    text of the same languages, read for nothing else), else on the other half of the clean texts."""
+    out: Dict[str, LabelledSet] = {}
+    if not eval_dir:
+        return out
+    for name in sorted(os.listdir(eval_dir)):
+        folder = os.path.join(eval_dir, name)
+        clean_path, pool_path = os.path.join(folder, "clean.jsonl"), os.path.join(folder, "pool.jsonl")
+        if not os.path.exists(clean_path):
+            continue
+        by_lang: Dict[str, List[Example]] = {}
+        for ex in iter_examples([clean_path]):
+            by_lang.setdefault(_lang(ex), []).append(ex)
+        pool_texts: Dict[str, List[str]] = {}
+        if os.path.exists(pool_path):
+            for ex in iter_examples([pool_path]):
+                pool_texts.setdefault(_lang(ex), []).append(ex.text)
+        builder = _SetBuilder(hasher)
+        for lang, examples in by_lang.items():
+            builder.add([e.text for e in examples], 1, [(lang, CLEAN, e.source, e.licence) for e in examples])
+            half = len(examples) // 2
+            for part, other in ((examples[:half], examples[half:]), (examples[half:], examples[:half])):
+                pool = negatives.LanguagePool(pool_texts.get(lang) or [e.text for e in other])
+                for kind in negatives.kinds_for(pool):
+                    made = [negatives.make(kind, e.text, random.Random(f"{seed}:{kind}:{e.text}"), pool) for e in part]
+                    builder.add(made, 0, [(lang, kind, e.source, e.licence) for e in part])
+        out[name] = builder.build()
+    return out
+
+
+def per_language(data: LabelledSet, scores: np.ndarray, threshold_of) -> Dict[str, dict]:
+    """Per language: its clean texts (how many, the share kept at its threshold) and, per negative
+    kind, the AUC of clean against that kind and the share of that kind rejected."""
+    out: Dict[str, dict] = {}
+    for lang in sorted(set(data.langs)):
+        mine = data.langs == lang
+        clean = mine & (data.kinds == CLEAN)
+        if not clean.any():
+            continue
+        threshold = threshold_of(lang)
+        row = {"n_clean": int(clean.sum()), "threshold": threshold,
+               "kept": round(float((scores[clean] >= threshold).mean()), 4),
+               "sources": sorted(set(data.sources[clean])), "kinds": {}}
+        for kind in sorted(set(data.kinds[mine]) - {CLEAN}):
+            negative = mine & (data.kinds == kind)
+            both = clean | negative
+            row["kinds"][kind] = {"n": int(negative.sum()),
+                                  "auc": round(evaluation.roc_auc(data.labels[both], scores[both]), 4),
+                                  "rejected": round(float((scores[negative] < threshold).mean()), 4)}
+        out[lang] = row
+    return out
+
+
+def thresholds_by_language(data: LabelledSet, scores: np.ndarray, min_each: int = 20) -> Dict[str, float]:
+    """The validation P-R threshold of each language with at least ``min_each`` texts of each class."""
+    out = {}
+    for lang in sorted(set(data.langs) - {"und"}):  # texts of no stated language: the model's threshold
+        mine = data.langs == lang
+        n_pos = int(data.labels[mine].sum())
+        if n_pos >= min_each and int(mine.sum()) - n_pos >= min_each:
+            out[lang] = round(evaluation.best_f1_threshold(data.labels[mine], scores[mine]), 4)
+    return out
+
+
 def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: str, version: str,
           hashing: HashingSpec = HashingSpec(), shape: NetShape = NetShape(),
           settings: TrainSettings = TrainSettings(), eval_dir: Optional[str] = None,
-          notes: Optional[str] = None, log=print) -> ModelInfo:
+          notes: Optional[str] = None, log=print, data_settings: DataSettings = DataSettings(),
+          device: str = "CPU") -> ModelInfo:
     import mindspore as ms
 
     from scoring_service.model.network import export_mindir
@@ -195,16 +367,17 @@ def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: 
 
     started = time.time()
     hasher = FeatureHasher(hashing)
-    sets, data = load_sets(positive, negative, hasher, settings.seed)
+    sets, data = load_sets(positive, negative, hasher, settings.seed, data_settings, log)
     for split in SPLITS:
         labels = sets[split].labels
         if len(labels) == 0 or labels.min() == labels.max():
             raise ValueError(f"{split} split needs both classes; got {int(labels.sum())} positive of {len(labels)}")
-    log(f"train {len(sets['train'].labels)}  valid {len(sets['valid'].labels)}  test {len(sets['test'].labels)}")
+    log(f"train {len(sets['train'].labels)}  valid {len(sets['valid'].labels)}  test {len(sets['test'].labels)}  "
+        f"(read and hashed in {time.time() - started:.0f} s)")
 
-    trainer = Trainer(hashing.buckets, shape, settings)
+    trainer = Trainer(hashing.buckets, shape, settings, device)
     rng = np.random.default_rng(settings.seed)
-    train_w, valid_w = class_weights(sets["train"].labels), class_weights(sets["valid"].labels)
+    train_w, valid_w = class_weights(sets["train"]), class_weights(sets["valid"])
     best, best_loss, history, stale = None, float("inf"), [], 0
     for epoch in range(1, settings.epochs + 1):
         train_loss = trainer.train_epoch(sets["train"], train_w, settings.batch_size, rng)
@@ -219,6 +392,7 @@ def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: 
                 log(f"early stop: no validation improvement for {settings.patience} epochs")
                 break
     trainer.restore(best)
+    train_s = time.time() - started
 
     os.makedirs(out_dir, exist_ok=True)
     ms.save_checkpoint(trainer.net, os.path.join(out_dir, CHECKPOINT))
@@ -230,21 +404,28 @@ def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: 
 
     # Everything below is measured on the exported MindIR: the artifact that is served.
     scorer = TextScorer.load(out_dir)
-    valid_scores = scorer.score([e.text for e in sets["valid"].examples])
+    valid_scores = scorer.score_bags(sets["valid"].bags)
     info.threshold = round(evaluation.best_f1_threshold(sets["valid"].labels, valid_scores), 4)
-    test_scores = scorer.score([e.text for e in sets["test"].examples])
+    info.threshold_by_language = thresholds_by_language(sets["valid"], valid_scores)
+    test_scores = scorer.score_bags(sets["test"].bags)
+    threshold_of = info.threshold_for
     info.metrics = {
         "valid": evaluation.summary(sets["valid"].labels, valid_scores, info.threshold),
         "test": evaluation.summary(sets["test"].labels, test_scores, info.threshold, curve_points=19),
         "per_source_test": _per_source(sets["test"], test_scores, info.threshold),
-        "evaluation": {},
+        "per_language_test": per_language(sets["test"], test_scores, threshold_of),
+        "evaluation": {}, "machine_made": {},
     }
     for set_name, (pos, neg) in evaluation_sets(eval_dir).items():
         scores = scorer.score(pos + neg)
         labels = np.r_[np.ones(len(pos)), np.zeros(len(neg))]
         info.metrics["evaluation"][set_name] = evaluation.summary(labels, scores, info.threshold)
+    for set_name, held_out in machine_sets(eval_dir, hasher, settings.seed).items():
+        info.metrics["machine_made"][set_name] = per_language(held_out, scorer.score_bags(held_out.bags),
+                                                              threshold_of)
     write_info(out_dir, info)
-    training = {"settings": asdict(settings), "history": history, "best_valid_loss": round(best_loss, 5),
+    training = {"settings": asdict(settings), "data_settings": asdict(data_settings), "device": device,
+                "history": history, "best_valid_loss": round(best_loss, 5), "train_s": round(train_s, 1),
                 "wall_s": round(time.time() - started, 1), "command": " ".join(sys.argv),
                 "trained_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}
     with open(os.path.join(out_dir, CARD), "w", encoding="utf-8") as fh:
@@ -257,43 +438,72 @@ def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: 
 def _per_source(data: LabelledSet, scores: np.ndarray, threshold: float) -> Dict[str, dict]:
     """Share of each source's test documents on the right side of the threshold, per class."""
     out: Dict[str, dict] = {}
-    keys = [("positive" if label > 0 else "negative", e.source) for e, label in zip(data.examples, data.labels)]
+    keys = np.array([f"positive/{source}" if kind == CLEAN else f"negative/{source}" if kind == GIVEN
+                     else f"machine-made/{kind}" for source, kind in zip(data.sources, data.kinds)], dtype=object)
     for key in sorted(set(keys)):
-        idx = np.array([i for i, k in enumerate(keys) if k == key])
+        idx = np.flatnonzero(keys == key)
         correct = (scores[idx] >= threshold) == (data.labels[idx] > 0)
-        out["/".join(key)] = {"n": int(len(idx)), "correct": round(float(correct.mean()), 4),
-                              "median_score": round(float(np.median(scores[idx])), 4)}
+        out[key] = {"n": int(len(idx)), "correct": round(float(correct.mean()), 4),
+                    "median_score": round(float(np.median(scores[idx])), 4)}
     return out
 
 
 def model_card(info: ModelInfo, data: dict, training: dict, notes: Optional[str]) -> str:
     m = info.metrics
+    h = info.hashing
     lines = [
         f"# Model card: {info.name} (version {info.version})", "",
-        "A small MindSpore text classifier that scores how much a document reads like written prose "
-        "(books, speeches, encyclopaedia articles, article bodies) as opposed to web boilerplate "
-        "(menus, footers, link lists, notices) and short informal or spam text. Output: P(high quality) in [0, 1].",
+        "A small MindSpore text classifier that scores how much a document reads like fluent text written by a "
+        "person for a reader, as opposed to web furniture (menus, footers, link lists, notices), short informal "
+        "or spam text, and machine-made text (shuffled or spun words, n-gram chains, slot-filled templates, "
+        "padded filler). Output: P(high quality) in [0, 1]; one score per document.",
         "",
         "## Architecture",
-        f"- Hashed features ({info.hashing.buckets} buckets): character n-grams {list(info.hashing.char_ngrams)} "
-        f"(CJK text is covered by these; no segmenter), word 1..{info.hashing.word_ngrams}-grams; "
-        f"text lower-cased, digits mapped to 0, first {info.hashing.max_chars} characters read.",
-        f"- Embedding bag (dim {info.shape.dim}, mean) → Dense({info.shape.hidden}, ReLU) → Dense(1) → sigmoid.",
+        f"- Content bag ({h.buckets} hashed buckets): character n-grams {list(h.char_ngrams)}, word 1..{h.word_ngrams}-grams "
+        "(word bigrams and trigrams read word order; a character of a script written without spaces — Han, kana"
+        + (", Thai, Lao, Khmer, Myanmar" if h.spaceless_scripts else "") + " — is a word); "
+        f"text lower-cased, digits mapped to 0, first {h.max_chars} characters read.",
+        "- Line bag: each line's and each pair of lines' shape (length × ending); the furniture signal.",
+        "- Layout bag: document statistics in buckets"
+        + ("; and word-order statistics that carry to languages never seen in training: the document's "
+           "repeated bigrams and trigrams against a seeded shuffle of its own words (natural text repeats them "
+           "far above what its word frequencies predict; shuffled text does not, a chain is in between), its "
+           "repeated-bigram and near-repeat word rates, the spread and mean of its sentence lengths, the share "
+           "of its sentences that start with a capital and of its other words that do (a shuffle moves the capital)"
+           if h.order_stats else "") + ".",
+        f"- Each bag an embedding bag (dim {info.shape.dim}, mean) → Dense({info.shape.hidden}, ReLU) → Dense(1) → "
+        "sigmoid. One model judges furniture and fluency together: the furniture negatives and the machine-made "
+        "negatives are trained in the same loss, so a single score and threshold serve both. Every row is "
+        "computed on its own, so a text scores the same in any batch.",
         f"- Files: `{MINDIR}` (inputs: `features.Encoded`), `{CHECKPOINT}`, `{MODEL_JSON}`.",
         "",
         "## Training data", "",
+        "Machine-made negatives are made from the positives while reading them (`scoring_service/training/"
+        "negatives.py`): one per positive, the kinds of `negatives.TRAINING_TURN` in turn ("
+        + ", ".join(sorted(set(negatives.TRAINING_TURN))) + "), chains and templates from a pool of OTHER "
+        "positives of the same language. Every kind, trained or not, is measured in the tables below.", "",
         "| label | source | licence | train | valid | test |", "|---|---|---|---|---|---|",
     ]
     for row in data["sources"]:
         lines.append(f"| {row['label']} | {row['source']} | {row['licence']} | {row['train']} | {row['valid']} | {row['test']} |")
+    languages = data.get("positives_per_language", {})
     lines += ["", f"Texts present in both classes were dropped ({data['dropped_in_both_classes']}). "
-              "Splits are by group (page, book, speech, file), 80/10/10.", ""]
+              "Splits are by group (page, book, speech, file), 80/10/10. "
+              f"Positives in {len(languages)} languages (at most {training['data_settings']['max_docs_per_language']} "
+              "per language).", ""]
     lines += ["## Threshold", "",
               f"**{info.threshold}** — from the validation P-R curve: of the thresholds whose F1 "
               "is within 0.005 of the best, the one nearest 0.5 (the class-balanced boundary; F1 is flat there). "
               "The score is stored by the pipeline and the threshold applied separately, so a new "
-              "threshold needs no re-scoring.", "",
-              "## Held-out test metrics (exported MindIR)", "",
+              "threshold needs no re-scoring.", ""]
+    if info.threshold_by_language:
+        lines += ["Per language (`threshold_by_language` in `model.json`, from each language's own validation "
+                  "P-R curve, for languages with at least 20 validation texts of each class; the score stage's "
+                  "`score.threshold_by_language` overrides it):", "",
+                  "| lang | threshold |", "|---|---|"]
+        lines += [f"| {lang} | {t} |" for lang, t in info.threshold_by_language.items()]
+        lines.append("")
+    lines += ["## Held-out test metrics (exported MindIR)", "",
               "| n pos | n neg | AUC | precision | recall | F1 | accuracy |", "|---|---|---|---|---|---|---|",
               _metric_row(m["test"]), "", "P-R curve (test split):", "",
               "| threshold | precision | recall |", "|---|---|---|"]
@@ -301,19 +511,57 @@ def model_card(info: ModelInfo, data: dict, training: dict, notes: Optional[str]
     lines += ["", "Per source (test split): share on the correct side of the threshold, median score.", "",
               "| source | n | correct | median score |", "|---|---|---|---|"]
     lines += [f"| {k} | {v['n']} | {v['correct']} | {v['median_score']} |" for k, v in m["per_source_test"].items()]
+    lines += ["", "## Per language, test split", ""] + _language_table(m["per_language_test"])
+    for set_name, table in m.get("machine_made", {}).items():
+        lines += ["", f"## Per language, held-out set `{set_name}`", "",
+                  "Clean held-out text against a negative of every kind made from each clean text."] + [""]
+        lines += _language_table(table)
     if m["evaluation"]:
         lines += ["", "## Out-of-distribution evaluation (sources never used for training)", "",
                   "| set | n pos | n neg | AUC | precision | recall | F1 | accuracy |",
                   "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {k} " + _metric_row(v) for k, v in m["evaluation"].items()]
     lines += ["", "## Training", "",
-              f"- Settings: {json.dumps(training['settings'])}",
+              f"- Settings: {json.dumps(training['settings'])}; data: {json.dumps(training['data_settings'])}; "
+              f"device {training['device']}.",
               f"- Epochs run: {len(training['history'])}, best validation loss {training['best_valid_loss']}, "
-              f"wall time {training['wall_s']} s, trained {training['trained_at']}.",
+              f"wall time {training['wall_s']} s (reading, corrupting, hashing and training: {training['train_s']} s), "
+              f"trained {training['trained_at']}.",
               f"- Command: `{training['command']}`", ""]
     if notes:
         lines += [notes.strip(), ""]
     return "\n".join(lines)
+
+
+def _language_table(table: Dict[str, dict]) -> List[str]:
+    """Per language: clean texts kept at its threshold; per kind AUC against clean / share rejected."""
+    kinds = [k for k in negatives.KINDS + (GIVEN,) if any(k in row["kinds"] for row in table.values())]
+    lines = ["Each kind: AUC of clean against it / share of it rejected at the language's threshold.", "",
+             "| lang | sources | n clean | kept | " + " | ".join(kinds) + " |",
+             "|---|---|---|---|" + "---|" * len(kinds)]
+    for lang, row in table.items():
+        cells = [f"{row['kinds'][k]['auc']:.2f} / {row['kinds'][k]['rejected']:.0%}" if k in row["kinds"] else ""
+                 for k in kinds]
+        lines.append(f"| {lang} | {', '.join(row['sources'])} | {row['n_clean']} | {row['kept']:.0%} | "
+                     + " | ".join(cells) + " |")
+    lines.append("")
+    lines += _language_summary(table)
+    return lines
+
+
+def _language_summary(table: Dict[str, dict]) -> List[str]:
+    """How many languages meet the fluency targets: keep >= 90 % of clean text, reject >= 90 % of
+    shuffled and >= 80 % of bigram-chain text."""
+    judged = [row for row in table.values() if "shuffled" in row["kinds"] and "chain2" in row["kinds"]]
+    if not judged:
+        return []
+    met = sum(row["kept"] >= 0.9 and row["kinds"]["shuffled"]["rejected"] >= 0.9
+              and row["kinds"]["chain2"]["rejected"] >= 0.8 for row in judged)
+    median = {k: float(np.median([row["kinds"][k]["auc"] for row in judged if k in row["kinds"]]))
+              for k in ("shuffled", "chain2", "template") if any(k in row["kinds"] for row in judged)}
+    return [f"{met} of {len(judged)} languages keep >= 90 % of clean text while rejecting >= 90 % of shuffled and "
+            f">= 80 % of bigram-chain (chain2) text. Median AUC: "
+            + ", ".join(f"{k} {v:.3f}" for k, v in median.items()) + "."]
 
 
 def _metric_row(s: dict) -> str:

@@ -155,6 +155,10 @@ def test_a_missing_or_altered_index_is_a_one_line_error(spark, runs, tmp_path):
     shutil.copytree(runs["out"] / "A", copy)
     (copy / "dedup" / INDEX / "exact" / "part-extra.parquet").write_bytes(b"")
     assert "does not match the files" in error(str(copy))
+    (copy / "dedup" / INDEX / "exact" / "part-extra.parquet").unlink()
+    changed = sorted((copy / "dedup" / INDEX / "exact").glob("part-*.parquet"))[0]
+    changed.write_bytes(changed.read_bytes()[:-8] + b"\0" * 8)  # the same size, other bytes
+    assert f"exact/{changed.name} does not match its xxh3_64 checksum" in error(str(copy))
 
 
 def test_a_run_listing_itself_is_refused_before_it_writes(spark, runs):

@@ -207,7 +207,8 @@ def test_target_languages_and_minimum_scores():
 def test_rules_switch_off_singly_and_by_ruleset():
     base = FilterConfig()
     rules = {**base.rules, "gopher_short_doc": dataclasses.replace(base.rules["gopher_short_doc"], enabled=False)}
-    columns = DocumentFilter(dataclasses.replace(base, rules=rules)).apply(["Too short."])
+    # Confidently English (the stop-word rule judges only a confident tag), with one stop word.
+    columns = DocumentFilter(dataclasses.replace(base, rules=rules)).apply(["Too short to keep."])
     assert "gopher_short_doc" not in columns["failed_rules"][0]
     assert columns["reject_rule"] == ["gopher_stop_words"]
     only_simple = DocumentFilter(dataclasses.replace(base, rulesets=["simple"])).apply(["Too short."])

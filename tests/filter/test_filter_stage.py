@@ -165,3 +165,18 @@ def test_the_filter_rows_cached_for_the_write_and_the_samples_are_released_after
     while spark.sparkContext._jsc.getPersistentRDDs().size() > cached_before and time.time() < deadline:
         time.sleep(0.1)
     assert spark.sparkContext._jsc.getPersistentRDDs().size() == cached_before
+
+
+def test_language_outcomes_give_each_language_s_kept_share_confidence_and_top_rules(spark, filtered):
+    _, stage_dir, stats = filtered
+    written = pd.concat([read(spark, stage_dir / "kept"), read(spark, stage_dir / "rejected")])
+    assert written["lang_confident"].dtype == bool
+    outcomes = stats["language_outcomes"]
+    for lang, rows in written.groupby(written["lang"].fillna("-")):
+        assert outcomes[lang]["documents"] == len(rows)
+        assert outcomes[lang]["kept"] == int(rows["reject_rule"].isna().sum())
+        assert outcomes[lang]["confident"] == int(rows["lang_confident"].sum())
+        top = Counter(rows["reject_rule"].dropna()).most_common(3)
+        assert sorted(outcomes[lang]["rejected_by"].values(), reverse=True) == [n for _, n in top]
+    assert stats["not_confident"] == int((~written["lang_confident"]).sum())
+    assert outcomes["zh"] == {"documents": 5, "kept": 5, "confident": 5, "rejected_by": {}}

@@ -14,6 +14,7 @@ import pytest
 
 from s3_server import s3_server, storage_options
 from corpusmill.config import ConfigError
+from corpusmill.run_folder import checksum_of_bytes, new_marker
 from loader.shards import stage_shard_files
 from udfs.mindrecord.manifest import check_compatible
 from udfs.mindrecord.records import shard_name
@@ -35,9 +36,13 @@ def write_stage(folder, shards, stages=None, marked=True):
     if stages is not None:
         (folder / "manifest.json").write_text(json.dumps({"stages": stages}))
     if marked:
-        files = {p.name: p.stat().st_size for p in folder.iterdir()}
-        (folder / "_COMPLETE.json").write_text(json.dumps({"fingerprint": "f", "files": files}))
+        (folder / "_COMPLETE.json").write_text(json.dumps(marker_of({p.name: p.read_bytes() for p in folder.iterdir()})))
     return folder
+
+
+def marker_of(files):
+    """The completion marker the runner writes for ``files`` (name -> bytes)."""
+    return new_marker("f", {n: len(d) for n, d in files.items()}, {n: checksum_of_bytes(d) for n, d in files.items()})
 
 
 def entry(stage, shards, names=None):
@@ -77,6 +82,26 @@ def test_a_stray_shard_in_the_folder_is_not_read(tmp_path):
         shard_files(str(stage))
 
 
+def test_a_shard_changed_since_its_stage_finished_is_refused_in_one_line_naming_it(tmp_path):
+    stage = write_stage(tmp_path / "stage", 2)
+    shard = stage / shard_name(1)
+    shard.write_bytes(bytes(b ^ 0xFF for b in shard.read_bytes()))  # same size, other bytes
+    with pytest.raises(OSError, match=r"stage: shard-00001.mindrecord does not match its xxh3_64 checksum") as refused:
+        shard_files(str(stage))
+    assert "\n" not in str(refused.value)
+    later = write_stage(tmp_path / "later", 1, [entry(str(stage), 2), entry(".", 1)])
+    with pytest.raises(OSError, match=r"stage: shard-00001.mindrecord does not match"):  # listed by a manifest too
+        shard_files(str(later))
+
+
+def test_a_marker_without_checksums_is_not_a_finished_stage(tmp_path):
+    stage = write_stage(tmp_path / "stage", 1)
+    marker = json.loads((stage / "_COMPLETE.json").read_text())
+    (stage / "_COMPLETE.json").write_text(json.dumps({"fingerprint": "f", "files": marker["files"]}))
+    with pytest.raises(ValueError, match="has no xxh3_64 checksum for each file"):
+        shard_files(str(stage))
+
+
 @pytest.mark.parametrize("listed, message", [
     (lambda first: [entry(str(first), 2), entry(f"file://{first}/", 2), entry(".", 1)], "lists the stage .*first/ twice"),
     (lambda first: [entry(str(first), 2, [shard_name(0), shard_name(0)]), entry(".", 1)], "lists a shard of .*first twice"),
@@ -112,9 +137,9 @@ def test_a_remote_stage_cannot_point_the_loader_at_local_files(tmp_path):
                            ("manifest.json", json.dumps({"stages": [entry(f"file:{local}", 1), entry(".", 1)]}).encode())):
             with s3.open_output_stream(f"manifests/run/mindrecord/{name}") as out:
                 out.write(data)
-            files[name] = len(data)
+            files[name] = data
         with s3.open_output_stream("manifests/run/mindrecord/_COMPLETE.json") as out:
-            out.write(json.dumps({"fingerprint": "f", "files": files}).encode())
+            out.write(json.dumps(marker_of(files)).encode())
         with pytest.raises(ValueError, match=r"manifest.json: lists the local path file:.*/here; a remote stage's "
                                              r"manifest may list remote stages only"):
             stage_shard_files("s3://manifests/run/mindrecord", str(tmp_path / "cache"), options)

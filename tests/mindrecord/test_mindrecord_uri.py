@@ -16,6 +16,7 @@ import pytest
 from conftest import ROOT
 from s3_server import s3_server, spark_s3_conf, storage_options
 from corpusmill.config import ConfigError
+from corpusmill.run_folder import checksum_of_bytes, new_marker
 from corpusmill.storage import check_reachable, file_system, open_uri, s3_options_from_hadoop, upload_files
 from loader.shards import download_shards
 from udfs.mindrecord.records import balance_plan, sequence_schema, shard_name
@@ -124,7 +125,8 @@ def test_shards_go_up_to_s3_and_the_loader_fetches_them_back(tmp_path):
         with pytest.raises(FileNotFoundError, match="not a finished mindrecord stage"):
             shard_files("s3://corpus/run/mindrecord", str(tmp_path / "cache"), options)
         with s3.open_output_stream("corpus/run/mindrecord/_COMPLETE.json") as marker:
-            marker.write(json.dumps({"fingerprint": "f", "files": listed}).encode())
+            checksums = {os.path.basename(f): checksum_of_bytes(open(f, "rb").read()) for f in files}
+            marker.write(json.dumps(new_marker("f", listed, checksums)).encode())
 
         local = shard_files("s3://corpus/run/mindrecord", str(tmp_path / "cache"), options)
         assert [os.path.basename(p) for p in local] == [shard_name(i) for i in range(3)]
@@ -138,6 +140,14 @@ def test_shards_go_up_to_s3_and_the_loader_fetches_them_back(tmp_path):
         before = {p: os.stat(p).st_mtime_ns for p in local}
         assert download_shards("s3://corpus/run/mindrecord", str(tmp_path / "cache"), options) == local
         assert {p: os.stat(p).st_mtime_ns for p in local} == before
+
+        # A shard changed on the store since the stage finished (same size): refused, naming it, not cached.
+        changed = open(files[0], "rb").read()
+        with s3.open_output_stream(f"corpus/run/mindrecord/{shard}") as out:
+            out.write(changed[:-8] + bytes(b ^ 0xFF for b in changed[-8:]))
+        with pytest.raises(OSError, match=f"mindrecord: {shard} does not match its xxh3_64 checksum"):
+            download_shards("s3://corpus/run/mindrecord", str(tmp_path / "fresh"), options)
+        assert not [p for p in (tmp_path / "fresh").rglob("*") if p.name.startswith(shard)]
 
 
 def input_ids_digest(arrays) -> tuple:

@@ -104,7 +104,7 @@ def test_killed_extract_resumes_at_the_first_unfinished_chunk_with_the_same_outp
     stats = run_pipeline(spark, config.load(str(chunk_conf)), [str(warc_dir)], ["extract"], str(tmp_path), "r",
                          echo=lines.append)
     assert "taking over" in lines[0] and "its lease expired or its process is gone" in lines[0]  # the killed driver's
-    assert "resuming: 3 of 10 chunks were committed earlier" in lines[1]
+    assert "resuming: 3 of 10 chunks were committed earlier" in lines[2]  # after the line saying what it reads
     redone = [line for line in lines if "extract: chunk" in line]
     assert len(redone) == 7  # 28 of the 40 files read again, not 40
     assert stats[0]["reconciled"] and stats[0]["records_in"] == uninterrupted[1][0]["records_in"] > 80
@@ -125,7 +125,7 @@ def test_killed_pii_resumes_its_chunks_and_matches_an_uninterrupted_run(spark, u
 
     lines = []
     pii = run_pipeline(spark, cfg, [str(docs)], ["pii"], str(tmp_path), "r", echo=lines.append)[0]
-    assert "pii: resuming: 1 of 3 chunks were committed earlier" in lines[1]
+    assert "pii: resuming: 1 of 3 chunks were committed earlier" in lines[2]
     assert sum("pii: chunk" in line for line in lines) == 2
     assert pii["chunks"] == 3 and pii["reconciled"] and pii["records_in"] == whole["records_in"]
     assert pii["kept"] == whole["kept"] and pii["pii_replaced"] == whole["pii_replaced"]
@@ -161,7 +161,7 @@ def test_killed_dedup_resumes_its_signature_chunks_and_clusters_as_an_unchunked_
     lines = []
     dedup = run_pipeline(spark, config.load(str(conf)), [str(docs)], ["dedup"], str(tmp_path), "r",
                          echo=lines.append)[0]
-    assert "dedup: resuming: 1 of 3 chunks were committed earlier" in lines[1]
+    assert "dedup: resuming: 1 of 3 chunks were committed earlier" in lines[2]
     assert sum("dedup: chunk" in line for line in lines) == 2  # signatures of 4 of the 6 files computed again
     assert dedup["chunks"] == 3 and dedup["reconciled"] and dedup["records_in"] == whole["records_in"]
     assert (dedup["kept"], dedup["rejected"]) == (whole["kept"], whole["rejected"])

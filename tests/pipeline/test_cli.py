@@ -28,6 +28,16 @@ def test_run_help_describes_the_command_and_shows_examples(capsys):
     assert "exit codes:" in out
 
 
+def test_the_help_and_the_operations_page_list_the_same_exit_codes():
+    import re
+
+    from jobs.cli import RUN_EXAMPLES
+
+    in_help = {int(code) for code in re.findall(r"(?:^ |, |\n  )(\d) ", RUN_EXAMPLES.split("exit codes:")[1])}
+    page = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8").split("## Exit codes")[1].split("\n## ")[0]
+    assert in_help == {int(code) for code in re.findall(r"^\| (\d) \|", page, re.M)} == {0, 2, 3, 4, 5, 6, 7}
+
+
 @pytest.mark.service  # a JVM of its own, started as the command starts it
 def test_a_run_prints_no_spark_warnings(tmp_path):
     """Spark's start-up notices (loopback hostname, native Hadoop, the JVM's incubator module, plan

@@ -56,6 +56,34 @@ def test_invalid_config_is_one_line_naming_the_key(tmp_path, text, message):
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf", ".NaN"])
+def test_a_number_that_is_no_number_is_refused_naming_the_key(tmp_path, value):
+    with pytest.raises(ConfigError) as err:
+        config.load(write(tmp_path, "bad.yaml", f"mix:\n  domains:\n    web: {{weight: {value}}}\n"))
+    assert str(err.value).startswith("mix.domains.web.weight: must be a finite number, got ")
+
+
+def test_include_problems_are_one_line(tmp_path):
+    write(tmp_path, "a.yaml", "include: [b.yaml]\n")
+    write(tmp_path, "b.yaml", "include: a.yaml\n")
+    (tmp_path / "folder").mkdir()
+    write(tmp_path, "folder.yaml", "include: [folder]\n")
+    write(tmp_path, "number.yaml", "include: [3]\n")
+    write(tmp_path, "mapping.yaml", "include: {file: a.yaml}\n")
+    (tmp_path / "latin1.yaml").write_bytes("run: caf\xe9\n".encode("latin-1"))
+    write(tmp_path, "includes_latin1.yaml", "include: [latin1.yaml]\n")
+    for name, message in [
+            ("a.yaml", f"config: include cycle: {tmp_path}/a.yaml -> {tmp_path}/b.yaml -> {tmp_path}/a.yaml"),
+            ("folder.yaml", f"config: {tmp_path}/folder: is a folder; include and --config name YAML files"),
+            ("number.yaml", f"config: {tmp_path}/number.yaml: include: must be a file path or a list of them, got [3]"),
+            ("mapping.yaml", "include: must be a file path or a list of them, got {'file': 'a.yaml'}"),
+            ("latin1.yaml", f"config: {tmp_path}/latin1.yaml: not UTF-8 text (byte 8)"),
+            ("includes_latin1.yaml", f"config: {tmp_path}/latin1.yaml: not UTF-8 text (byte 8)")]:
+        with pytest.raises(ConfigError) as err:
+            config.load(tmp_path / name)
+        assert message in str(err.value) and "\n" not in str(err.value), name
+
+
 def test_cli_reports_config_error_in_one_line_and_exit_code_2(tmp_path, capsys):
     path = write(tmp_path, "bad.yaml", "spark: {mastr: local}\n")
     assert main(["run", "--config", str(path), "--input", "x.warc"]) == 2

@@ -51,7 +51,9 @@ def test_run_layout_and_counts_reconcile(demo):
     assert extract["records_in"] == extract["kept"] + dropped
     assert extract["kept"] >= 35
     assert not list(run_dir.glob("*.tmp-*"))
-    assert len(lines) == 3 and lines[0].strip().startswith("extract:")
+    assert len(lines) == 6  # each stage's line saying what it reads, then its summary
+    assert all(line.strip().startswith(f"{stage}: reads ") for stage, line in zip(STAGES, lines[::2]))
+    assert lines[2].strip() == f"mix: reads file:{run_dir}/extract/kept"
 
 
 def test_extract_output_has_the_contract_columns(spark, demo):
@@ -119,13 +121,14 @@ def test_a_stage_reruns_when_a_setting_it_reads_from_another_section_changes(spa
     """pack reads mix.buckets (its sequences go to mix's buckets): a new bucket count must re-run it."""
     run_dir, _, _ = demo
     output, run = str(run_dir.parent), run_dir.name
-    pack_only = ["pack"]  # reads the demo's mix/kept: the nearest finished earlier stage
+    pack_only = ["pack"]  # reads the demo's mix/kept: the stage before pack
     lines = []
     run_pipeline(spark, cfg, [], pack_only, output, run, echo=lines.append)
     run_pipeline(spark, cfg, [], pack_only, output, run, echo=lines.append)
     more_buckets = dataclasses.replace(cfg, mix=dataclasses.replace(cfg.mix, buckets=cfg.mix.buckets + 4))
     run_pipeline(spark, more_buckets, [], pack_only, output, run, echo=lines.append)
-    assert "skipped" not in lines[0] and "skipped" in lines[1] and "skipped" not in lines[2]
+    assert lines[0].strip() == f"pack: reads file:{run_dir}/mix/kept"
+    assert "skipped" not in lines[1] and "skipped" in lines[2] and "skipped" not in lines[4]
     buckets = spark.read.parquet(str(run_dir / "pack" / "kept")).select("bucket").distinct().collect()
     assert max(r["bucket"] for r in buckets) < cfg.mix.buckets + 4
     assert len(buckets) > cfg.mix.buckets  # the sequences now spread over the new bucket count

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT
 from corpusmill.config import ConfigError
-from jobs import config, runner
+from jobs import config, pipeline, runner
 from jobs.fs import HadoopFS, StorageError
 from jobs.lease import LEASE_DIR, LeaseConfig, LeaseLost, RunFolderInUse, RunLease
 from run_outputs import fingerprint_of_output, split_sample_warcs
@@ -107,7 +107,7 @@ def same_as_single_run(spark, run_dir: Path, single_run) -> None:
     assert stats["reconciled"] and (stats["records_in"], stats["kept"], stats["skipped"], stats["errors"]) == (
         single_run[0]["records_in"], single_run[0]["kept"], single_run[0]["skipped"], single_run[0]["errors"])
     assert fingerprint_of_output(spark, run_dir / "extract") == single_run[1]
-    assert runner.finished_marker(HadoopFS(spark), str(run_dir / "extract")) is not None
+    assert runner.stage_problem(HadoopFS(spark), str(run_dir / "extract")) is None
     assert not list(run_dir.glob("extract.tmp-*")) and not list(run_dir.glob("extract.partial-*"))
     assert not list((run_dir / LEASE_DIR).glob("*.json"))  # every lease given back
 
@@ -260,8 +260,8 @@ def test_a_damaged_completion_marker_means_the_stage_is_run_again(spark, confs, 
         marker.write_text({"empty": "", "not JSON": "{\"fingerprint\": ", "a list": "[]",
                            "files not a map": json.dumps({**content, "files": ["kept"]})}[damage])
 
-    # A stage run alone without --input takes the nearest finished earlier stage: a damaged one is not.
-    with pytest.raises(ConfigError, match="no finished earlier stage"):
+    # A stage run alone without --input reads the stage before it, which must be finished.
+    with pytest.raises(ConfigError, match=f"stage 'extract' there is not finished: .*; run --stages extract again"):
         run_pipeline(spark, config.load(str(confs["plain"])), [], ["filter"], str(tmp_path), "r", echo=lambda _: None)
 
     lines = []
@@ -269,6 +269,123 @@ def test_a_damaged_completion_marker_means_the_stage_is_run_again(spark, confs, 
                  echo=lines.append)
     assert not any("finished earlier" in line for line in lines)
     same_as_single_run(spark, run_dir, single_run)
+
+
+# --- what a stage reads -----------------------------------------------------------------------------
+
+def commit_copy_as(spark, run_dir: Path, stage: str, name: str) -> None:
+    """Commit a copy of ``stage``'s folder as the stage ``name``, as the runner commits any stage."""
+    copy = run_dir / f"{name}.tmp-copy"
+    shutil.copytree(run_dir / stage, copy)
+    (copy / "_COMPLETE.json").unlink()
+    runner.commit(HadoopFS(spark), f"file://{copy}", f"file://{run_dir / name}", f"copy of {stage}", None)
+
+
+def a_kept_file(stage_dir: Path) -> Path:
+    return sorted((stage_dir / "kept").glob("*.parquet"))[0]
+
+
+def test_a_stage_alone_reads_the_stage_before_it_or_stops_in_one_line_naming_it(
+        spark, confs, finished_run, tmp_path):
+    run_dir = tmp_path / "r"
+    shutil.copytree(finished_run, run_dir)
+    cfg = config.load(str(confs["plain"]))
+    # The stage before pii (filter) was never run: said so, never a fall back to extract's kept/.
+    with pytest.raises(ConfigError, match=f"stage 'pii' reads the kept/ of stage 'filter', and file:{run_dir}/filter "
+                                          f"does not exist: run --stages filter first, or give --input"):
+        run_pipeline(spark, cfg, [], ["pii"], str(tmp_path), "r", echo=lambda _: None)
+
+    # Finished but for one missing Parquet file: one line naming the folder and the file.
+    commit_copy_as(spark, run_dir, "extract", "filter")
+    missing = a_kept_file(run_dir / "filter")
+    missing.unlink()
+    with pytest.raises(ConfigError) as refused:
+        run_pipeline(spark, cfg, [], ["pii"], str(tmp_path), "r", echo=lambda _: None)
+    assert str(refused.value) == (
+        f"--input: stage 'pii' reads file:{run_dir}/filter/kept, and stage 'filter' there is not finished: "
+        f"kept/{missing.name} is missing; run --stages filter again, or give --input")
+    # The same kept/ given as --input: judged the same way.
+    with pytest.raises(ConfigError, match=f"the stage there is not finished: kept/{missing.name} is missing"):
+        run_pipeline(spark, cfg, [str(run_dir / "filter" / "kept")], ["pii"], str(tmp_path), "r", echo=lambda _: None)
+    assert not (run_dir / "pii").exists()
+
+
+def test_a_finished_stage_given_as_input_is_read_with_its_own_fingerprint(spark, finished_run, tmp_path):
+    """--input <run>/extract/kept (what each task of the Airflow DAG passes) chains extract's fingerprint,
+    as reading it without --input does: a re-run of extract re-runs filter, whichever way it is read."""
+    run_dir = tmp_path / "r"
+    shutil.copytree(finished_run, run_dir)
+    fs = HadoopFS(spark)
+    source, upstream = pipeline._previous_output(fs, f"file://{run_dir}", "filter")
+    assert pipeline._committed_input_fingerprint(fs, "filter", fs.qualify(str(run_dir / "extract" / "kept"))) \
+        == upstream == json.loads((run_dir / "extract" / "_COMPLETE.json").read_text())["fingerprint"]
+    assert pipeline._committed_input_fingerprint(fs, "filter", fs.qualify(str(run_dir / "extract" / "rejected"))) is None
+
+
+def test_a_file_changed_since_its_stage_finished_makes_the_stage_unfinished_and_a_rerun_recovers(
+        spark, confs, warc_dir, finished_run, single_run, tmp_path):
+    run_dir = tmp_path / "r"
+    shutil.copytree(finished_run, run_dir)
+    changed = a_kept_file(run_dir / "extract")
+    assert (changed.parent / f".{changed.name}.crc").exists()  # Spark's own checksum file is there too
+    data = bytearray(changed.read_bytes())
+    data[len(data) // 2:len(data) // 2 + 8] = bytes(b ^ 0xFF for b in data[len(data) // 2:len(data) // 2 + 8])
+    changed.write_bytes(bytes(data))  # the same size, other content
+
+    fs = HadoopFS(spark)
+    assert runner.stage_problem(fs, f"file://{run_dir}/extract") == (
+        f"kept/{changed.name} does not match its xxh3_64 checksum (changed since the stage finished)")
+    with pytest.raises(ConfigError, match=f"stage 'extract' there is not finished: kept/{changed.name} does not "
+                                          f"match its xxh3_64 checksum"):
+        run_pipeline(spark, config.load(str(confs["plain"])), [], ["filter"], str(tmp_path), "r", echo=lambda _: None)
+
+    lines = []
+    run_pipeline(spark, config.load(str(confs["plain"])), [str(warc_dir)], ["extract"], str(tmp_path), "r",
+                 echo=lines.append)
+    assert not any("finished earlier" in line for line in lines)
+    assert any(line.strip().startswith(f"extract: reads {FILES} input files") for line in lines)
+    same_as_single_run(spark, run_dir, single_run)
+
+
+def test_every_marker_names_each_file_with_its_checksum(spark, finished_run):
+    from corpusmill.run_folder import checksum_of_bytes
+
+    stage = finished_run / "extract"
+    marker = json.loads((stage / "_COMPLETE.json").read_text())
+    assert marker["checksum"] == "xxh3_64" and set(marker["checksums"]) == set(marker["files"])
+    assert all(checksum_of_bytes((stage / name).read_bytes()) == digest for name, digest in marker["checksums"].items())
+
+
+def test_a_checksum_read_through_hadoop_is_the_checksum_of_the_bytes(spark, tmp_path):
+    """HDFS and object stores are hashed through Hadoop's stream (a path without a scheme goes there,
+    to the default file system), a block at a time: the same checksum as of the bytes."""
+    from corpusmill.run_folder import CHECKSUM_BLOCK, checksum_of_bytes
+
+    data = os.urandom(CHECKSUM_BLOCK + 12345)
+    (tmp_path / "f").write_bytes(data)
+    (tmp_path / "empty").write_bytes(b"")
+    fs = HadoopFS(spark)
+    assert fs.checksum(str(tmp_path / "f")) == checksum_of_bytes(data) == fs.checksum(f"file://{tmp_path}/f")
+    assert fs.checksum(str(tmp_path / "empty")) == checksum_of_bytes(b"")
+
+
+@pytest.mark.parametrize("run", ["A/dedup", "..", ".hidden", "x" * 129, "a b", "r\\x"])
+def test_a_run_name_must_be_one_safe_folder_name(spark, confs, warc_dir, tmp_path, run):
+    with pytest.raises(ConfigError, match=r"^--run: .* is not a run name: one folder name of letters"):
+        run_pipeline(spark, config.load(str(confs["plain"])), [str(warc_dir)], ["extract"], str(tmp_path / "out"),
+                     run, echo=lambda _: None)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_run_name_that_is_not_one_folder_is_exit_code_2_with_one_line(spark, warc_dir, tmp_path, capsys):
+    from jobs.cli import main
+
+    for command in (["run", "--input", str(warc_dir), "--stages", "extract"], ["report"]):
+        for run in ("A/dedup", ".."):
+            assert main([*command, "--output", str(tmp_path / "out"), "--run", run]) == 2
+            err = capsys.readouterr().err.strip()
+            assert err.startswith(f"corpusmill: --run: {run!r} is not a run name") and "\n" not in err, err
+    assert not (tmp_path / "out").exists()
 
 
 # --- a full disk ------------------------------------------------------------------------------------
@@ -439,6 +556,65 @@ def test_a_lease_file_removed_while_its_holder_renews_it_marks_the_lease_lost(sp
     fs.armed = True
     lease._renewer.join(timeout=10)  # the renewer's first beat is at ttl_s / 5; it ends once the lease is lost
     assert not lease._renewer.is_alive() and "was removed" in (lease._lost or "")  # said by the renewer
+    with pytest.raises(LeaseLost, match="no longer holds"):
+        lease.check()
+    lease.release()
+
+
+def test_a_far_future_expiry_counts_only_until_a_ttl_after_the_last_renewal(spark, tmp_path):
+    fs, lines = HadoopFS(spark), []
+    years = 10 * 365 * 86400
+    claimed = lease_file(tmp_path, renewed_at=time.time() - 120, expires_at=time.time() + years)
+    with RunLease(fs, f"file://{tmp_path}", LeaseConfig(ttl_s=60), lines.append):
+        assert not claimed.exists()
+    # A renewal time in the future too: the file system's time of its last write bounds it.
+    claimed = lease_file(tmp_path, renewed_at=time.time() + years, expires_at=time.time() + years)
+    os.utime(claimed, (time.time() - 120, time.time() - 120))
+    with RunLease(fs, f"file://{tmp_path}", LeaseConfig(ttl_s=60), lines.append):
+        assert not claimed.exists()
+    assert sum("taking over" in line for line in lines) == 2
+
+
+def test_a_renewal_that_stalls_past_the_ttl_loses_the_lease_to_the_run_that_took_over(spark, tmp_path):
+    """A slow PUT (a GC pause, an NFS hang) lands after another run took the expired lease over: the
+    stalled holder must find out and withdraw, and only the new holder may commit."""
+    class StallingFS(HadoopFS):
+        stall = threading.Event()
+        go = threading.Event()
+
+        def write_text(self, uri, text):
+            if self.stall.is_set():
+                self.go.wait(60)
+            super().write_text(uri, text)
+
+    run_dir, settings = f"file://{tmp_path}", LeaseConfig(ttl_s=10)
+    stalled = RunLease(StallingFS(spark), run_dir, settings, lambda _: None)
+    stalled.acquire()
+    StallingFS.stall.set()  # its first renewal, at ttl_s / 5, hangs
+    time.sleep(settings.ttl_s + 1)
+    lines = []
+    taker = RunLease(HadoopFS(spark), run_dir, settings, lines.append)
+    taker.acquire()  # the stalled holder's file says it expired: taken over
+    assert any("taking over" in line for line in lines)
+    StallingFS.go.set()  # the stalled renewal lands now, after the take-over
+    stalled._renewer.join(timeout=10)
+    assert not stalled._renewer.is_alive() and "without a renewal, past its ttl" in (stalled._lost or "")
+    with pytest.raises(LeaseLost, match="no longer holds"):
+        stalled.check()
+    taker.check()  # the stalled holder withdrew its file: the new holder is alone
+    assert [p.name for p in (tmp_path / LEASE_DIR).glob("*.json")] == [f"{taker.attempt}.json"]
+    stalled.release()
+    taker.release()
+
+
+def test_a_holder_that_sees_an_earlier_live_lease_after_renewing_stops(spark, tmp_path):
+    fs = HadoopFS(spark)
+    lease = RunLease(fs, f"file://{tmp_path}", LeaseConfig(ttl_s=10), lambda _: None)
+    lease.acquire()
+    lease_file(tmp_path, acquired_at=time.time() - 600)  # a live lease taken before this one's
+    lease._renewer.join(timeout=10)
+    assert "another run holds it too: other-host pid 4242" in (lease._lost or "")
+    assert not Path(lease.path[len("file://"):]).exists()  # withdrawn
     with pytest.raises(LeaseLost, match="no longer holds"):
         lease.check()
     lease.release()

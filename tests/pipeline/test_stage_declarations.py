@@ -114,7 +114,8 @@ def test_a_toy_stage_declared_in_a_test_module_runs_end_to_end(spark, toy, tmp_p
     assert toy_stats["records_in"] == extract["kept"]
     rejected = toy_stats["rejected"].get("too_short", 0)
     assert 0 < rejected < toy_stats["records_in"] and toy_stats["kept"] == toy_stats["records_in"] - rejected
-    assert lines[1].strip().startswith("toy:") and "too_short" in lines[1]
+    assert lines[2].strip() == f"toy: reads file:{tmp_path}/toy/extract/kept"  # each stage says what it reads
+    assert lines[3].strip().startswith("toy:") and "too_short" in lines[3]
 
     run_dir = tmp_path / "toy" / "toy"
     assert json.loads((run_dir / "_stats.json").read_text()) == toy_stats
@@ -124,7 +125,7 @@ def test_a_toy_stage_declared_in_a_test_module_runs_end_to_end(spark, toy, tmp_p
     assert len(lengths) == rejected and max(lengths) < 1500
     assert spark.read.parquet(str(run_dir / "kept")).where("reject_rule is not null").count() == 0
 
-    # The stage alone on its own output's input, from the run folder: the nearest finished stage.
+    # The stage alone on its own output's input, from the run folder: the stage before it (extract).
     again = run_pipeline(spark, cfg, [], ["toy"], str(tmp_path), "toy", echo=lines.append)[0]
     assert again["fingerprint"] == toy_stats["fingerprint"] and "skipped" in lines[-1]
 

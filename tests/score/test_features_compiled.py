@@ -40,9 +40,16 @@ def test_the_class_table_holds_the_cjk_ranges_and_the_punctuation_sets_for_every
         assert np.array_equal((classes & 3) == value, np.isin(cp, members))
 
 
-def words(cp):
-    """Runs of non-space characters outside CJK; each CJK character is a word by itself."""
-    cjk = is_cjk(cp)
+def is_spaceless(cp):
+    """Thai and Lao, Myanmar, Khmer: also written without spaces."""
+    return (((cp >= 0x0E00) & (cp <= 0x0EFF)) | ((cp >= 0x1000) & (cp <= 0x109F))
+            | ((cp >= 0x1780) & (cp <= 0x17FF)))
+
+
+def words(cp, spaceless_scripts):
+    """Runs of non-space characters outside CJK (and, with ``spaceless_scripts``, outside Thai, Lao,
+    Myanmar and Khmer); each character of those is a word by itself."""
+    cjk = is_cjk(cp) | (is_spaceless(cp) & spaceless_scripts)
     space = (cp <= 0x20) | (cp == 0xA0)
     word = ~space & ~cjk
     prev = np.concatenate(([False], word[:-1]))
@@ -75,7 +82,7 @@ def numpy_content_bags(spec: HashingSpec, cp, lengths):
             out_docs.append(doc[start])
             out_hashes.append(substring_hash(start, order) + np.uint64(order))
         if spec.word_ngrams:
-            w_start, w_len = words(cp)
+            w_start, w_len = words(cp, spec.spaceless_scripts)
             w_doc = doc[w_start]
             w_hash = mix(substring_hash(w_start, w_len) ^ WORD_SALT)
             out_docs.append(w_doc)
@@ -101,11 +108,14 @@ def code_points(texts, spec):
 
 @pytest.mark.parametrize("spec", [read_info(DEFAULT_MODEL_DIR).hashing,
                                   HashingSpec(buckets=97, char_ngrams=(1, 5), word_ngrams=3, max_chars=300),
+                                  HashingSpec(buckets=97, char_ngrams=(2,), word_ngrams=2, max_chars=300,
+                                              spaceless_scripts=False),
                                   HashingSpec(buckets=2, char_ngrams=(3,), word_ngrams=0, max_chars=50)])
 def test_content_bags_match_their_definition(spec):
     rng = random.Random(5)
     # Latin, CJK (BMP and beyond), full-width, no-break and other spaces, digits, line breaks, empty texts.
-    pieces = ["a", "bc", " ", "中", "文", "\u00a0", "1", "é", "\n", "。", "x", "\t", "\U00020000", "word", ". ", "ｱ"]
+    pieces = ["a", "bc", " ", "中", "文", "\u00a0", "1", "é", "\n", "。", "x", "\t", "\U00020000", "word", ". ", "ｱ",
+              "ไทย", "ខ្មែរ", "မြန်"]
     texts = ["".join(rng.choice(pieces) for _ in range(rng.randrange(0, 90))) for _ in range(1500)]
     texts += ["", None, " ", "\n\n", "中"]
     texts += [p.read_text(encoding="utf-8", errors="replace")[:5000]
@@ -114,7 +124,8 @@ def test_content_bags_match_their_definition(spec):
     for size in (1, 3, 256):
         for start in range(0, len(texts), size if size > 1 else 61):
             cp, lengths = code_points(texts[start:start + size], spec)
-            ids, offsets = _features.content_bags(cp, lengths, orders, spec.word_ngrams, spec.buckets)
+            ids, offsets = _features.content_bags(cp, lengths, orders, spec.word_ngrams, spec.buckets,
+                                                  spec.spaceless_scripts)
             expected_ids, expected_offsets = numpy_content_bags(spec, cp, lengths)
             assert np.array_equal(ids, expected_ids) and np.array_equal(offsets, expected_offsets)
 
@@ -187,3 +198,62 @@ def test_the_counted_bag_refuses_offsets_and_ids_outside_the_bag():
         _features.counted_bag(np.array([1, -2, 3], np.int32), np.array([0, 3], np.int64), 16)
     with pytest.raises(ValueError, match="count_bits"):
         _features.counted_bag(ids, np.array([0, 3], np.int64), 0)
+
+
+def python_order_stats(cp, lengths, spaceless_scripts):
+    """The definition of ``order_stats``, word by word in Python: the same words and word hashes as the
+    content bag, a Fisher-Yates shuffle driven by splitmix64 from ``SHUFFLE_STATE``."""
+    mask64 = (1 << 64) - 1
+
+    def mix64(h):
+        h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & mask64
+        h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & mask64
+        return h ^ (h >> 31)
+
+    def repeats(ws, order):
+        seen, found = set(), 0
+        for i in range(len(ws) - order + 1):
+            key = tuple(ws[i:i + order])
+            found += key in seen
+            seen.add(key)
+        return found
+
+    rows, start = [], 0
+    for length in lengths:
+        text = cp[start:start + length]
+        start += length
+        w_start, w_len = words(text, spaceless_scripts)
+        ws = [tuple(text[s:s + n].tolist()) for s, n in zip(w_start, w_len)]
+        ends = [w[-1] in (0x2E, 0x21, 0x3F) for w in ws]
+        state, shuffled = _features.SHUFFLE_STATE, list(ws)
+        for i in range(len(ws) - 1, 0, -1):
+            state = (state + 0x9E3779B97F4A7C15) & mask64
+            j = mix64(state) % (i + 1)
+            shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
+        window = sum(ws[i] in ws[max(0, i - _features.WINDOW):i] for i in range(1, len(ws)))
+        sentences, squares, since = 0, 0, 0
+        for end in ends:
+            since += 1
+            if end:
+                sentences, squares, since = sentences + 1, squares + since * since, 0
+        if since:
+            sentences, squares = sentences + 1, squares + since * since
+        rows.append([len(ws), repeats(ws, 2), repeats(shuffled, 2), repeats(ws, 3), repeats(shuffled, 3),
+                     window, sentences, squares])
+    return np.array(rows, dtype=np.float64).reshape(len(lengths), len(_features.ORDER_STATS))
+
+
+@pytest.mark.parametrize("spaceless_scripts", [True, False])
+def test_order_stats_match_their_definition(spaceless_scripts):
+    rng = random.Random(11)
+    vocabulary = ["the", "cat", "sat", "on", "mat.", "a", "dog!", "中", "文", "。", "ไทย", "why?", "\n", "1"]
+    texts = [" ".join(rng.choice(vocabulary) for _ in range(rng.randrange(0, 120))) for _ in range(300)]
+    texts += ["", None, "中文的句子。中文的句子。"]
+    texts += [p.read_text(encoding="utf-8", errors="replace")[:3000] for p in sorted(shared("corpora").rglob("*.txt"))[:8]]
+    spec = HashingSpec(spaceless_scripts=spaceless_scripts)
+    for start in range(0, len(texts), 37):
+        cp, lengths = code_points(texts[start:start + 37], spec)
+        got = _features.order_stats(cp, lengths, spaceless_scripts)
+        assert np.array_equal(got, python_order_stats(cp, lengths, spaceless_scripts))
+    with pytest.raises(ValueError, match="add up"):
+        _features.order_stats(np.arange(10, dtype=np.uint64), np.array([4, 5], np.int64))

@@ -2,6 +2,7 @@
 ranking held-out article text above the boilerplate of the same pages."""
 import json
 import os
+import random
 
 import numpy as np
 import pyarrow as pa
@@ -9,9 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import shared
-from scoring_service.model.artifacts import CARD, CHECKPOINT, DEFAULT_MODEL_DIR, MINDIR, read_info
-from scoring_service.model.features import COUNT_BITS, Bags, FeatureHasher, HashingSpec, normalize
-from scoring_service.training import evaluation
+from scoring_service.model.artifacts import (CARD, CHECKPOINT, DEFAULT_MODEL_DIR, MINDIR, SHIPPED_MODELS_DIR, model_dir_of,
+                                             read_info)
+from scoring_service.model.features import (_LAYOUT_BASE, _LAYOUT_EDGES, _LAYOUT_SLOTS, _ORDER_FEATURES, COUNT_BITS,
+                                             Bags, FeatureHasher, HashingSpec, normalize)
+from scoring_service.training import evaluation, negatives
 from tools import quality_corpus
 
 
@@ -72,10 +75,11 @@ def test_each_punctuation_class_moves_only_its_own_layout_rate(hasher):
     """The layout's rates of sentence ends, clause ends and symbols (columns 5, 6 and 8): the same line
     with ten of one kind of mark inside it differs from the bare line in that column alone."""
     words = ["word"] * 40
-    base = hasher.encode([" ".join(words)]).layout[0]
+    document = slice(0, -_ORDER_FEATURES)  # the word-order columns see the marks as parts of words
+    base = hasher.encode([" ".join(words)]).layout[0, document]
     for marks, column in ((".", 5), ("!", 5), (",", 6), ("\u2014", 6), ("|", 8), ("\u00bb", 8), ("\u25ba", 8)):
         text = " ".join(w + (marks if i % 4 == 1 else "") for i, w in enumerate(words))
-        changed = np.flatnonzero(hasher.encode([text]).layout[0] != base).tolist()
+        changed = np.flatnonzero(hasher.encode([text]).layout[0, document] != base).tolist()
         assert changed == [column], (marks, changed)
 
 
@@ -98,6 +102,59 @@ def test_cjk_text_gets_character_ngrams_and_the_same_line_shapes_as_latin(hasher
 
 
 # ---------------------------------------------------------------- metrics
+
+def _order_column(layout, name):
+    """The bucket of layout feature ``name`` in each row."""
+    k = [n for n, _ in _LAYOUT_EDGES].index(name)
+    return layout[:, k] - (_LAYOUT_BASE + k * _LAYOUT_SLOTS)
+
+
+def test_word_order_layout_tells_a_text_from_its_shuffle_in_latin_and_chinese(hasher):
+    import random
+
+    from scoring_service.training.negatives import shuffled
+
+    book = shared("corpora/en/gutenberg/austen-emma.txt").read_text(encoding="utf-8", errors="replace")
+    english = [" ".join(p.split()) for p in book.split("\n\n") if len(p) > 600][:60]
+    chinese = [line.strip() for line in shared("corpora/zh/reviews-pos.txt").read_text(encoding="utf-8").splitlines()]
+    chinese = ["".join(chinese[i:i + 12]) for i in range(0, 720, 12)]
+    for texts in (english, chinese):
+        natural = hasher.encode_bags(texts).layout
+        mixed = hasher.encode_bags([shuffled(t, random.Random(i)) for i, t in enumerate(texts)]).layout
+        bigrams = _order_column(natural, "bigram_association"), _order_column(mixed, "bigram_association")
+        assert (bigrams[0] > bigrams[1]).mean() > 0.7
+        # Trigrams repeat less often: a short text may repeat none, in either order.
+        trigrams = _order_column(natural, "trigram_association"), _order_column(mixed, "trigram_association")
+        assert (trigrams[0] >= trigrams[1]).mean() > 0.9 and (trigrams[0] > trigrams[1]).mean() > 0.2
+
+
+def test_case_features_count_capitals_at_sentence_starts_and_inside_sentences():
+    from scoring_service.model.features import case_features
+
+    texts = ['The cat sat. It ran! "Why?" she asked. Paris is nice.',  # she: after ?" a sentence by the rule
+             "the cat sat. on it.", "Hello\nWorld here. and there", '"Quoted start." Next one (Anna) came.',
+             "中文的句子。", "", "12 34."]
+    sentence, inside = case_features(texts)
+    assert sentence.tolist() == [0.8, 0.0, 2 / 3, 1.0, -1.0, -1.0, -1.0]
+    assert inside.tolist() == [0.0, 0.0, 0.0, 0.25, -1.0, -1.0, -1.0]
+
+
+def test_a_model_json_from_before_word_order_loads_and_hashes_without_it(hasher):
+    from scoring_service.model.artifacts import ModelInfo
+
+    old = json.load(open(os.path.join(DEFAULT_MODEL_DIR, "model.json"), encoding="utf-8"))
+    for key in ("spaceless_scripts", "order_stats"):
+        old["hashing"].pop(key, None)
+    old.pop("threshold_by_language", None)
+    info = ModelInfo.from_dict(old)
+    assert not info.hashing.spaceless_scripts and not info.hashing.order_stats
+    assert info.threshold_by_language == {} and info.threshold_for("en") == info.threshold
+    layout = FeatureHasher(info.hashing).encode_bags(["Some text. And more of it."]).layout
+    assert (layout[:, -_ORDER_FEATURES:] == 0).all() and (layout[:, :-_ORDER_FEATURES] > 0).all()
+    info.threshold_by_language = {"en": 0.25}
+    again = ModelInfo.from_dict(json.loads(json.dumps(info.to_dict())))
+    assert again.threshold_for("en") == 0.25 and again.threshold_for("fr") == info.threshold
+
 
 def test_ranking_and_threshold_metrics():
     labels = np.array([1, 1, 1, 0, 0, 0])
@@ -200,18 +257,80 @@ def test_training_writes_checkpoint_dynamic_mindir_and_card(tmp_path):
     assert np.array_equal(from_mindir, one_by_one)  # a text's score does not depend on its batch
 
 
+@pytest.mark.slow  # trains a MindSpore model
+def test_training_from_positives_alone_makes_its_own_negatives_and_judges_each_language(tmp_path):
+    """A run's filter/kept/-like Parquet folder (text, lang) and nothing else: the model learns to
+    reject machine-made text from it, and the card and model.json give per-language figures."""
+    from scoring_service.model.artifacts import NetShape
+    from scoring_service.training.corpus import Example, write_jsonl
+    from scoring_service.training.train import TrainSettings, train
+
+    english = []
+    for name in ("austen-sense.txt", "austen-emma.txt", "chesterton-brown.txt"):
+        book = shared(f"corpora/en/gutenberg/{name}").read_text(encoding="utf-8", errors="replace")
+        english += [" ".join(p.split()) for p in book.split("\n\n") if len(p) > 400]
+    chinese = [line.strip() for line in shared("corpora/zh/reviews-pos.txt").read_text(encoding="utf-8").splitlines()]
+    chinese = ["".join(chinese[i:i + 10]) for i in range(0, 4000, 10)]
+    kept = tmp_path / "filter" / "kept" / "lang_part"
+    kept.mkdir(parents=True)
+    pq.write_table(pa.table({"text": english[:400], "lang": ["en"] * 400}), kept / "part-0.parquet")
+    pq.write_table(pa.table({"text": chinese[:300], "lang": ["zh"] * 300}), kept / "part-1.parquet")
+    (kept.parent / "_SUCCESS").write_text("")
+    held_out = [Example(t, "austen-held-out", lang="en") for t in english[400:440]]
+    write_jsonl(str(tmp_path / "eval" / "held-out" / "clean.jsonl"), held_out)
+
+    out = tmp_path / "model"
+    info = train([str(kept.parent)], [], str(out), "self", "0.1", eval_dir=str(tmp_path / "eval"),
+                 hashing=HashingSpec(buckets=1 << 14), shape=NetShape(dim=8, hidden=16),
+                 settings=TrainSettings(epochs=6, patience=2), log=lambda *_: None)
+    test = info.metrics["per_language_test"]
+    assert set(test) == {"en", "zh"}
+    for lang in ("en", "zh"):
+        assert test[lang]["kinds"]["shuffled"]["auc"] >= 0.8, (lang, test[lang])
+    held = info.metrics["machine_made"]["held-out"]["en"]
+    assert held["n_clean"] == 40 and set(held["kinds"]) == set(negatives.KINDS)
+    assert held["kinds"]["shuffled"]["auc"] >= 0.65  # another book than the training text
+    assert set(info.threshold_by_language) <= {"en", "zh"} and info.threshold_by_language
+    assert read_info(str(out)).threshold_by_language == info.threshold_by_language
+    card = (out / CARD).read_text(encoding="utf-8")
+    assert "| machine-made negative | lang_part |" in card or "machine-made negative" in card
+    assert "## Per language, held-out set `held-out`" in card and "| en | austen-held-out | 40 |" in card
+
+
 # ---------------------------------------------------------------- the shipped model
 
-def test_shipped_model_card_and_licences():
-    info = read_info(DEFAULT_MODEL_DIR)
-    card = open(os.path.join(DEFAULT_MODEL_DIR, CARD), encoding="utf-8").read()
+@pytest.mark.parametrize("name", ["default", "fluency"])
+def test_shipped_models_cards_and_licences(name):
+    model_dir = model_dir_of(name)
+    assert model_dir == os.path.join(SHIPPED_MODELS_DIR, name)
+    info = read_info(model_dir)
+    card = open(os.path.join(model_dir, CARD), encoding="utf-8").read()
     assert f"**{info.threshold}**" in card
-    rows = [line.split("|") for line in card.splitlines() if line.startswith("| positive |")
-            or line.startswith("| negative |")]
+    rows = [line.split("|") for line in card.splitlines()
+            if line.startswith(("| positive |", "| negative |", "| machine-made negative |"))]
     licences = {row[3].strip() for row in rows}
     assert licences and licences <= {"public domain", "CC BY 4.0", "CC BY-SA 3.0", "MIT", "Apache-2.0"}
-    size = sum(os.path.getsize(os.path.join(DEFAULT_MODEL_DIR, f)) for f in os.listdir(DEFAULT_MODEL_DIR))
+    size = sum(os.path.getsize(os.path.join(model_dir, f)) for f in os.listdir(model_dir))
     assert size < 12 << 20
+
+
+def test_a_model_name_that_is_no_shipped_model_is_taken_as_a_folder(tmp_path):
+    assert model_dir_of("no-such-model") == "no-such-model"
+    assert model_dir_of(str(tmp_path)) == str(tmp_path)
+
+
+@pytest.mark.slow  # loads a shipped MindSpore model
+def test_the_shipped_fluency_model_ranks_prose_above_its_shuffle_where_the_default_does_not():
+    from scoring_service.model.scorer import TextScorer
+    from scoring_service.training.negatives import shuffled
+
+    text = shared("corpora/en/gutenberg/austen-persuasion.txt").read_text(encoding="utf-8", errors="replace")
+    prose = [p for p in quality_corpus.paragraphs_of(text, wrapped=True) if len(p.split()) > 60][:40]
+    mixed = [shuffled(text, random.Random(i)) for i, text in enumerate(prose)]
+    labels = np.r_[np.ones(len(prose)), np.zeros(len(mixed))]
+    fluency = TextScorer.load(model_dir_of("fluency")).score(prose + mixed)
+    default = TextScorer.load(DEFAULT_MODEL_DIR).score(prose + mixed)
+    assert evaluation.roc_auc(labels, fluency) >= 0.9 > evaluation.roc_auc(labels, default)
 
 
 @pytest.mark.slow  # loads the shipped MindSpore model

@@ -31,7 +31,7 @@ from jobs.runner import run_stage, transformed
 from jobs.stages.score import ScoreStage
 from scoring_service.client import LocalService, ScoringClient, ScoringRequestError, ScoringUnavailable, encoded_body
 from scoring_service.model.artifacts import DEFAULT_MODEL_DIR, MINDIR, read_info
-from scoring_service.model.features import COUNT_BITS, FeatureHasher, HashingSpec
+from scoring_service.model.features import COUNT_BITS, LAYOUT_FEATURES, FeatureHasher, HashingSpec
 from tools.fixtures.service_attacks import (SlowClients, address, bodies_at_once, connection_burst, peak_rss_mb,
                                             request_head, reset_peak_rss, score_head, send_head_then_wait,
                                             stream_without_answer_mb, zstd_arrow_bomb)
@@ -658,7 +658,7 @@ def test_the_encoded_endpoint_gives_the_same_scores_as_the_text_endpoint(service
     (encoded_arrow(spoiled(content=lambda rows: [None, rows[1]])), ARROW, 400, "null rows or ids"),
     (encoded_arrow(spoiled(lines=lambda rows: [[None], rows[1]])), ARROW, 400, "null rows or ids"),
     (encoded_arrow(spoiled(layout=lambda rows: [rows[0][:-1], rows[1]])), ARROW, 400, "ids; the model's hashing "
-     "gives exactly 9"),
+     f"gives exactly {LAYOUT_FEATURES}"),
     (encoded_arrow(spoiled(content=lambda rows: [[1] * (SPEC.max_content_ids + 1), rows[1]])), ARROW, 413,
      f"content[0] has {SPEC.max_content_ids + 1} ids"),
     (encoded_arrow(spoiled(), digest=None), ARROW, 400, "metadata 'hashing' missing"),

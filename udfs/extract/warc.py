@@ -4,7 +4,9 @@ Every record ends in exactly one outcome: a kept document, a rejected response (
 e.g. ``revisit`` or ``non_html``), a skipped non-response record (counted per file and reason, not
 written row by row), or an error. A corrupt file yields the records before the damage plus one
 ``corrupt_file`` error row naming the byte offset; the record the damage lies in is that error, never a
-kept or rejected row (a record counts only once the reader has passed its end intact).
+kept or rejected row (a record counts only once the reader has passed its end intact). A file that
+cannot be read at all (``UnreadableInput`` from ``corpusmill.storage.open_uri``, which retries
+transient failures, or an ``OSError`` opening it) is no corrupt file: it stops the reader, and the stage.
 
 Untrusted input costs bounded memory: header lines and blocks are capped at ``max_header_bytes``
 (warcio alone reads a line until its newline, however far: a gzip bomb of zeros grew a worker past 20
@@ -44,8 +46,9 @@ from warcio.limitreader import LimitReader
 from warcio.utils import BUFF_SIZE
 
 from corpusmill.config import ConfigError, defaults_from_yaml
+from corpusmill.storage import Retry, UnreadableInput
 from udfs.extract._page_walk import TooDeep
-from udfs.extract.html import charset_from_content_type, decode_html, extract_main_text
+from udfs.extract.html import CharsetMismatch, charset_from_content_type, decode_html, extract_main_text
 from udfs.extract.text import normalize_text
 from udfs.extract.url_filter import UrlFilter, UrlFilterConfig
 
@@ -72,6 +75,10 @@ class ExtractConfig:
     min_text_chars: int
     # Block-listed domains and banned URL words: rejected before the payload is read (udfs/extract/url_filter.py).
     url_filter: UrlFilterConfig
+    # A read that fails for a transient reason (network, throttling) is tried again this many times,
+    # waiting read_backoff_s, then twice as long each time; then the stage stops naming the file.
+    read_retries: int
+    read_backoff_s: float
 
     def validate(self, prefix: str) -> None:
         if self.extractor not in EXTRACTORS:
@@ -82,6 +89,9 @@ class ExtractConfig:
         if self.max_record_bytes < self.max_payload_bytes:
             raise ConfigError(f"{prefix}.max_record_bytes: must be at least max_payload_bytes "
                               f"({self.max_payload_bytes}), got {self.max_record_bytes}")
+        if self.read_retries < 0 or self.read_backoff_s < 0:
+            raise ConfigError(f"{prefix}.read_retries, read_backoff_s: must be >= 0, got "
+                              f"{self.read_retries}, {self.read_backoff_s}")
         if self.max_header_bytes < 1024:
             raise ConfigError(f"{prefix}.max_header_bytes: must be at least 1024, got {self.max_header_bytes}")
 
@@ -410,6 +420,7 @@ class WarcDocumentReader:
 
     def __init__(self, cfg: ExtractConfig, sample_fraction: Optional[float] = None):
         self.cfg = cfg
+        self.retry = Retry(cfg.read_retries, cfg.read_backoff_s)
         self.sample_fraction = sample_fraction
         self.max_record_bytes = cfg.max_record_bytes
         self.mime_types = tuple(m.lower() for m in cfg.html_mime_types)
@@ -445,10 +456,11 @@ class WarcDocumentReader:
 
     def _warcio_pass(self, source, open_stream, fmt, gzipped, skipped: Counter) -> Iterator[dict]:
         try:
-            with open_stream() as stream:
-                yield from self._rows(source, stream, fmt, gzipped, skipped)
-        except OSError as exc:  # the file cannot be opened
-            yield self._corrupt(source, exc, 0)
+            stream = open_stream()
+        except OSError as exc:  # a file that cannot be opened is not a corrupt one: the stage stops
+            raise UnreadableInput(f"{source}: cannot be opened: {_describe(exc)}") from None
+        with stream:
+            yield from self._rows(source, stream, fmt, gzipped, skipped)
 
     def _whole_file_gzip_pass(self, source, open_stream, fmt, gzipped, skipped: Counter) -> Iterator[dict]:
         """Whole-file gzip (not one member per record): the file through one decompressor."""
@@ -567,7 +579,10 @@ class WarcDocumentReader:
             return reject("oversized", f">{self.cfg.max_payload_bytes}")
         if not payload.strip():
             return reject("empty_payload")
-        html, codec = decode_html(payload, charset_from_content_type(content_type))
+        try:
+            html, codec = decode_html(payload, charset_from_content_type(content_type))
+        except CharsetMismatch as exc:  # never kept as mojibake
+            return reject("charset_mismatch", exc)
         if html is None:
             return reject("undecodable")
         row["charset"] = codec

@@ -9,7 +9,7 @@ so thresholds can change without recomputing; the rules that read them live in `
 Words. Tokens are runs of letters/marks/digits (words), or runs of other non-space characters
 (punctuation and symbols, which spaCy, and so datatrove, also makes tokens of); the n-gram and
 per-token ratios run over all tokens, word counts over words. Scripts written without spaces between
-words (Han, kana, Thai, Lao, Khmer, Myanmar, Tibetan) give one token per character, so a Chinese page
+words (Han, kana, Thai, Lao, Khmer, Myanmar, Tibetan, Yi, Javanese, Tai Tham) give one token per character, so a Chinese page
 has as many "words" as characters and is not rejected as too short; ``mean_word_length`` is null for
 such text (a character is not a word), which switches the word-length rule off for it.
 
@@ -54,7 +54,8 @@ except ImportError as exc:  # a checkout that pip has not built, or a shipped ud
         "compiles them; on a cluster, build the clone before `python -m jobs.package`") from exc
 
 # Scripts written without spaces between words: every character is a word.
-_UNSEGMENTED = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}"
+_UNSEGMENTED = (r"\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}\p{Yi}"
+                r"\p{Javanese}\p{Tai_Tham}")
 _UNSEGMENTED_CHAR = regex.compile(rf"[{_UNSEGMENTED}]\p{{M}}*")
 # Tokens: words (runs of letters, marks, digits), or runs of punctuation/symbols like the spaCy
 # tokens datatrove counts. The second form also splits unsegmented scripts into characters; it is

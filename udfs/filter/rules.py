@@ -14,6 +14,12 @@ languages only). The ``perplexity`` rule (ruleset ``perplexity``) comes
 last: a document whose n-gram LM perplexity (``udfs/filter/perplexity.py``) is above its language's
 ``perplexity.max_perplexity`` fails it (languages without a model or a maximum never do).
 
+Rules in every language: what is keyed by a document's language (its stop-word list, a rule's
+``by_language`` thresholds or ``languages``, perplexity) applies only when the tag is confident
+(``language.confident_min_score``, ``lang_confident``); any other document is judged by the rules'
+own ``min``/``max`` only. ``corpusmill derive-thresholds`` (``udfs/filter/thresholds.py``) writes the
+per-language thresholds and stop words; ``conf/presets/languages.yaml`` is the shipped set.
+
 A document's outcome is the first rule it fails, in table order (``reject_rule``) with the measured
 value (``reject_value``, a double: booleans are 1.0, the language rules report ``lang_score``);
 ``failed_rules`` lists every rule it fails, so the stats can say what each rule would reject alone.
@@ -28,12 +34,15 @@ import numpy as np
 
 from corpusmill.config import ConfigError, defaults_from_yaml, require_file
 from udfs.filter.badwords import BadWords
-from udfs.filter.langid import LanguageIdentifier
+from udfs.filter.langid import UNDETERMINED, LanguageIdentifier
 from udfs.filter.perplexity import PerplexityConfig, PerplexityScorer
 from udfs.filter.quality import SIGNALS, compute_signals
+from udfs.filter.segmentation import SEGMENTERS, segmented_words, word_signals
 
 RULESETS = ("gopher_quality", "gopher_repetition", "c4", "fineweb", "simple", "perplexity")
 LANGUAGE_RULES = ("language", "language_score")
+# How `corpusmill derive-thresholds` may set a rule's per-language thresholds (RuleConfig.derive).
+DERIVATIONS = (None, "scale", "quantile")
 PERPLEXITY_RULE = "perplexity"
 # Signals that need the document's language, set here rather than in udfs/filter/quality.py: C4's bad-words
 # count (distinct listed words found; null in a language without a list).
@@ -56,18 +65,40 @@ class LanguageConfig:
     # clean text in the language fastText names).
     min_score: float
     min_score_by_language: Dict[str, float]
+    # A tag at least this sure (per language where given) is confident: only then do the rules keyed by
+    # language judge the document in it.
+    confident_min_score: float
+    confident_min_score_by_language: Dict[str, float]
+    # lid.176 answers below this probability are checked by CLD2 (udfs/filter/langid.py); 0: lid.176 alone.
+    second_opinion_below: float
 
     def validate(self, prefix: str) -> None:
         require_file(self.model, f"{prefix}.model")
         if self.max_chars < 0:
             raise ConfigError(f"{prefix}.max_chars: must be >= 0 (0 reads the whole text)")
-        for lang, score in {"*": self.min_score, **self.min_score_by_language}.items():
-            if not 0.0 <= score <= 1.0:
-                raise ConfigError(f"{prefix}.min_score{'' if lang == '*' else '_by_language.' + lang}: "
-                                  f"must be within [0, 1], got {score}")
+        if not 0.0 <= self.second_opinion_below <= 1.0:
+            raise ConfigError(f"{prefix}.second_opinion_below: must be within [0, 1], got {self.second_opinion_below}")
+        for key, minimum, by_language in (("min_score", self.min_score, self.min_score_by_language),
+                                          ("confident_min_score", self.confident_min_score,
+                                           self.confident_min_score_by_language)):
+            for lang, score in {"*": minimum, **by_language}.items():
+                if not 0.0 <= score <= 1.0:
+                    raise ConfigError(f"{prefix}.{key}{'' if lang == '*' else '_by_language.' + lang}: "
+                                      f"must be within [0, 1], got {score}")
 
     def min_score_for(self, lang: str) -> float:
         return self.min_score_by_language.get(lang, self.min_score)
+
+    def is_confident(self, lang: Optional[str], score: Optional[float]) -> bool:
+        """Whether a document's tag is sure enough for the rules keyed by its language to judge it."""
+        return (lang is not None and lang != UNDETERMINED and score is not None
+                and score >= self.confident_min_score_by_language.get(lang, self.confident_min_score))
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    min: Optional[float] = None
+    max: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -77,8 +108,15 @@ class RuleConfig:
     min: Optional[float] = None
     max: Optional[float] = None
     enabled: bool = True
-    # Judge only documents in these languages (lid.176 codes); empty: every document.
+    # Judge only documents confidently tagged in these languages; empty: every document.
     languages: List[str] = field(default_factory=list)
+    # Thresholds per language, replacing min and max for a document confidently tagged in it (written by
+    # `corpusmill derive-thresholds`, jobs/thresholds_command.py).
+    by_language: Dict[str, Thresholds] = field(default_factory=dict)
+    # How `corpusmill derive-thresholds` sets by_language (filter.derivation): "scale" (a length: the
+    # anchor language's thresholds times the language's median over the anchor's), "quantile" (a share:
+    # loosened to a quantile of the language's reference where its clean text needs it); null: not derived.
+    derive: Optional[str] = None
 
     def validate(self, prefix: str) -> None:
         if self.ruleset not in RULESETS:
@@ -87,6 +125,39 @@ class RuleConfig:
             raise ConfigError(f"{prefix}.signal: unknown signal {self.signal!r} (signals: {', '.join(FILTER_SIGNALS)})")
         if self.min is None and self.max is None:
             raise ConfigError(f"{prefix}: a rule needs min, max or both")
+        if self.derive not in DERIVATIONS:
+            raise ConfigError(f"{prefix}.derive: must be one of {', '.join(map(str, DERIVATIONS))}, got {self.derive!r}")
+
+    def thresholds_for(self, lang: Optional[str], confident: bool) -> Thresholds:
+        """The thresholds a document tagged ``lang`` is judged by."""
+        found = self.by_language.get(lang) if confident else None
+        return found or Thresholds(self.min, self.max)
+
+
+@dataclass(frozen=True)
+@defaults_from_yaml("filter", "derivation")
+class DerivationConfig:
+    # A "quantile" rule's threshold in a language: the language's quantile (max rules: 1 - quantile) of
+    # the reference, moved out by margin (a share of its value), never tighter than the rule's own.
+    quantile: float
+    margin: float
+    # A "scale" rule's thresholds are the anchor language's, scaled by the ratio of medians.
+    anchor_language: str
+    # Languages with fewer reference documents get no thresholds and no stop words.
+    min_documents: int
+    # Stop words per language: the stop_words shortest of its stop_word_candidates words of highest
+    # document frequency (function words are the short frequent ones; topic words are long).
+    stop_words: int
+    stop_word_candidates: int
+
+    def validate(self, prefix: str) -> None:
+        if not 0.0 <= self.quantile < 0.5:
+            raise ConfigError(f"{prefix}.quantile: must be within [0, 0.5), got {self.quantile}")
+        if self.margin < 0:
+            raise ConfigError(f"{prefix}.margin: must be >= 0")
+        if self.min_documents < 1 or self.stop_words < 1 or self.stop_word_candidates < self.stop_words:
+            raise ConfigError(f"{prefix}: min_documents and stop_words must be >= 1, "
+                              f"stop_word_candidates >= stop_words")
 
 
 @dataclass(frozen=True)
@@ -103,6 +174,10 @@ class FilterConfig:
     bad_word_lists: Dict[str, str]
     # The perplexity signal, its per-language maximum (rule ``perplexity``) and the ppl_bucket cut-offs.
     perplexity: PerplexityConfig
+    # How `corpusmill derive-thresholds` derives the rules' per-language thresholds from a reference.
+    derivation: DerivationConfig
+    # Languages written without spaces -> the segmenter giving their words (udfs/filter/segmentation.py).
+    word_segmentation: Dict[str, str]
 
     def validate(self, prefix: str) -> None:
         for ruleset in self.rulesets:
@@ -113,6 +188,10 @@ class FilterConfig:
             raise ConfigError(f"{prefix}.rules.{sorted(clash)[0]}: name is reserved for a built-in rule")
         if self.samples_per_rule < 0:
             raise ConfigError(f"{prefix}.samples_per_rule: must be >= 0")
+        for lang, name in self.word_segmentation.items():
+            if name not in SEGMENTERS:
+                raise ConfigError(f"{prefix}.word_segmentation.{lang}: unknown segmenter {name!r} "
+                                  f"(segmenters: {', '.join(SEGMENTERS)})")
         for lang, path in self.bad_word_lists.items():
             require_file(path, f"{prefix}.bad_word_lists.{lang}")
 
@@ -129,6 +208,16 @@ class FilterConfig:
         return PERPLEXITY_RULE in self.rulesets and bool(self.perplexity.max_perplexity)
 
 
+def language_signals(text: str, lang: Optional[str], stop_words: Dict[str, frozenset],
+                     segmentation: Dict[str, str]) -> dict:
+    """Every signal of ``text`` in language ``lang`` (None: no language): a language written without
+    spaces gets its stop words and word length from its segmenter's words."""
+    signals = compute_signals(text, stop_words.get(lang))
+    if lang in segmentation:
+        signals.update(word_signals(segmented_words(text, segmentation[lang]), stop_words.get(lang)))
+    return signals
+
+
 def _as_float(value) -> float:
     return math.nan if value is None else float(value)
 
@@ -138,7 +227,7 @@ class DocumentFilter:
 
     def __init__(self, cfg: FilterConfig):
         self.cfg = cfg
-        self.identifier = LanguageIdentifier(cfg.language.model, cfg.language.max_chars)
+        self.identifier = LanguageIdentifier.from_config(cfg.language)
         self.rules = cfg.active_rules()
         self.stop_words = {lang: frozenset(w.lower() for w in words) for lang, words in cfg.stop_words.items()}
         self.targets = set(cfg.language.targets)
@@ -146,17 +235,24 @@ class DocumentFilter:
         self.bad_words = BadWords(cfg.bad_word_lists)
 
     def apply(self, texts: List[Optional[str]]) -> Dict[str, list]:
-        """Column name -> values: lang, lang_score, every signal, perplexity, failed_rules,
-        reject_rule, reject_value, error and _outcome, one value per text."""
+        """Column name -> values: lang, lang_script, lang_score, lang_confident, every signal, perplexity,
+        failed_rules, reject_rule, reject_value, error and _outcome, one value per text."""
         present = [i for i, text in enumerate(texts) if text is not None]
-        langs, scores = self.identifier.predict([texts[i] for i in present])
+        tags = self.identifier.identify([texts[i] for i in present])
+        langs, scores = tags.lang, tags.lang_score
         n = len(texts)
-        columns: Dict[str, list] = {name: [None] * n for name in ("lang", "lang_score", *FILTER_SIGNALS, "error")}
+        columns: Dict[str, list] = {name: [None] * n
+                                    for name in ("lang", "lang_script", "lang_score", *FILTER_SIGNALS, "error")}
+        for text_index, lang_script in zip(present, tags.lang_script):
+            columns["lang_script"][text_index] = lang_script
+        columns["lang_confident"] = [False] * n
         for text_index, lang, score in zip(present, langs, scores):
             columns["lang"][text_index] = lang
             columns["lang_score"][text_index] = score
+            confident = columns["lang_confident"][text_index] = self.cfg.language.is_confident(lang, score)
             try:
-                signals = compute_signals(texts[text_index], self.stop_words.get(lang))
+                signals = language_signals(texts[text_index], lang if confident else None, self.stop_words,
+                                           self.cfg.word_segmentation)
             except Exception as exc:  # one bad document must not fail the batch
                 columns["error"][text_index] = f"signals: {type(exc).__name__}: {exc}"
                 continue
@@ -166,7 +262,9 @@ class DocumentFilter:
         for i, text in enumerate(texts):
             if text is None:
                 columns["error"][i] = "text is null"
-        columns["perplexity"] = self.perplexity.score(texts, columns["lang"])
+        # A language model scores only text confidently in its language.
+        columns["perplexity"] = self.perplexity.score(
+            texts, [lang if confident else None for lang, confident in zip(columns["lang"], columns["lang_confident"])])
 
         columns["failed_rules"], columns["reject_value"] = self._failures(columns, n)
         for i, err in enumerate(columns["error"]):
@@ -190,20 +288,18 @@ class DocumentFilter:
             names += list(LANGUAGE_RULES)
             masks += [np.array([l is not None for l in lang]) & ~in_target, in_target & (score < minimum)]
             measured += [score, score]
+        confident = np.array(columns["lang_confident"], dtype=bool)
         for name, rule in self.rules.items():
             values = np.array([_as_float(v) for v in columns[rule.signal]])
-            fails = np.zeros(n, dtype=bool)
-            with np.errstate(invalid="ignore"):  # NaN (null signal) compares False: never fails
-                if rule.min is not None:
-                    fails |= values < rule.min
-                if rule.max is not None:
-                    fails |= values > rule.max
+            minimum, maximum = self._thresholds(rule, columns["lang"], columns["lang_confident"])
+            with np.errstate(invalid="ignore"):  # NaN (null signal or no threshold) compares False: never fails
+                fails = (values < minimum) | (values > maximum)
             if rule.languages:
-                fails &= np.array([l in rule.languages for l in columns["lang"]], dtype=bool)
+                fails &= np.array([l in rule.languages for l in columns["lang"]], dtype=bool) & confident
             names.append(name)
             masks.append(fails)
             measured.append(values)
-        if self.cfg.perplexity_rule_active():
+        if self.cfg.perplexity_rule_active():  # perplexity is null where the tag is not confident
             values = np.array([_as_float(v) for v in columns["perplexity"]])
             limit = np.array([self.cfg.perplexity.max_perplexity.get(l, math.inf) for l in columns["lang"]])
             with np.errstate(invalid="ignore"):
@@ -218,3 +314,15 @@ class DocumentFilter:
                     first_value[i] = float(value[i])
                 failed[i].append(name)
         return failed, first_value
+
+    @staticmethod
+    def _thresholds(rule: RuleConfig, langs: List[Optional[str]], confident: List[bool]):
+        """Per document, the rule's minimum and maximum (NaN: none) for its language."""
+        if not rule.by_language:
+            return (math.nan if rule.min is None else rule.min), (math.nan if rule.max is None else rule.max)
+        pairs = {}
+        for key in set(zip(langs, confident)):
+            found = rule.thresholds_for(*key)
+            pairs[key] = (_as_float(found.min), _as_float(found.max))
+        bounds = np.array([pairs[key] for key in zip(langs, confident)], dtype=float).reshape(-1, 2)
+        return bounds[:, 0], bounds[:, 1]

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
 from corpusmill.config import ConfigError
-from corpusmill.run_folder import MARKER, STATS, is_marker
+from corpusmill.run_folder import MARKER, STATS, marker_form_problem
 from corpusmill.storage import S3_SCHEMES, file_system, is_remote
 
 # The shards training reads as one dataset: this stage's ("." ) and those of earlier runs' stages.
@@ -55,13 +55,15 @@ def finished_marker_bytes(stage_uri: str, s3_options: Optional[dict] = None) -> 
     return marker
 
 
-def stage_marker(stage_uri: str, s3_options: Optional[dict] = None) -> Tuple[bytes, Dict[str, int]]:
-    """The completion marker of a finished stage: its bytes, and the files it names with their sizes."""
+def stage_marker(stage_uri: str, s3_options: Optional[dict] = None) -> Tuple[bytes, dict]:
+    """The completion marker of a finished stage: its bytes, and its content, which names the files
+    with their sizes and checksums (``corpusmill.run_folder.marker_form_problem``)."""
     marker = finished_marker_bytes(stage_uri, s3_options)
     content = _json_of(stage_uri, MARKER, marker)
-    if not is_marker(content):
-        raise ValueError(f"{stage_uri}/{MARKER}: no 'files' naming each file with its size; not a completion marker")
-    return marker, content["files"]
+    problem = marker_form_problem(content)
+    if problem is not None:
+        raise ValueError(f"{stage_uri}: {problem}; not a finished stage")
+    return marker, content
 
 
 def _shard_name(stage_uri: str, name) -> str:
@@ -126,7 +128,7 @@ def manifest_stages(stage_uri: str, s3_options: Optional[dict] = None) -> List[d
     """What a finished stage contributes to a later run's manifest: the stages its own manifest lists
     (with ``.`` resolved to ``stage_uri``), else the stage alone, each with its mode, window length
     and shards."""
-    finished_marker_bytes(stage_uri, s3_options)
+    stage_marker(stage_uri, s3_options)
     stages = read_manifest(stage_uri, s3_options)
     if stages is not None:
         return stages

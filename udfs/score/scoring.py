@@ -2,15 +2,18 @@
 client, or in local mode the model itself, loaded once per Python worker."""
 from __future__ import annotations
 
+import json
+import math
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from corpusmill.config import ConfigError, defaults_from_yaml, require_file
 from scoring_service.client import LocalService, ScoringClient, ScoringUnavailable
-from scoring_service.model.artifacts import DEFAULT_MODEL_DIR
+from scoring_service.model.artifacts import DEFAULT_MODEL_DIR, MODEL_JSON, model_dir_of
 from udfs.common.worker import worker_resource
 
 if TYPE_CHECKING:
@@ -21,6 +24,24 @@ if TYPE_CHECKING:
 ON_FAILURE = ("fail", "null")
 MODES = ("service", "local")
 DEVICES = ("CPU", "GPU", "Ascend")
+
+
+def check_threshold(value: Any, key: str) -> float:
+    """``value`` as a threshold: a number within [0, 1] (NaN, booleans and the rest refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{key}: must be within [0, 1], got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The keep/reject line: a document scoring at or above its language's threshold is kept."""
+
+    default: float
+    by_language: Mapping[str, float]
+
+    def for_language(self, lang: Optional[str]) -> float:
+        return self.by_language.get(lang, self.default) if lang is not None else self.default
 
 
 @dataclass(frozen=True)
@@ -39,8 +60,13 @@ class ScoreConfig:
     # shipped default model.
     model: Optional[str]
     device: str
-    # Documents scoring at or above it are kept. Empty: the model's own F1-optimal threshold.
+    # Documents scoring at or above it are kept, unless their language has its own threshold (here
+    # or in the model). Empty: the model's own F1-optimal threshold.
     threshold: Optional[float]
+    # Language (the filter's ``lang``) -> its threshold, before the model's own per-language
+    # thresholds (``threshold_by_language`` in its model.json) and ``threshold``. Held as sorted
+    # (language, threshold) pairs, so the settings stay hashable.
+    threshold_by_language: Dict[str, float]
     batch_size: int  # texts per request
     timeout_s: float
     retries: int
@@ -59,6 +85,9 @@ class ScoreConfig:
     def __post_init__(self):
         if isinstance(self.service_url, list):  # hashable, like the rest of the settings
             object.__setattr__(self, "service_url", tuple(self.service_url))
+        if isinstance(self.threshold_by_language, dict):
+            pairs = sorted(self.threshold_by_language.items(), key=lambda kv: str(kv[0]))
+            object.__setattr__(self, "threshold_by_language", tuple(pairs))
 
     @property
     def service_urls(self) -> Tuple[str, ...]:
@@ -83,8 +112,12 @@ class ScoreConfig:
 
         if self.on_failure not in ON_FAILURE:
             raise ConfigError(f"{key('on_failure')}: must be one of {', '.join(ON_FAILURE)}, got {self.on_failure!r}")
-        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
-            raise ConfigError(f"{key('threshold')}: must be within [0, 1], got {self.threshold}")
+        if self.threshold is not None:
+            check_threshold(self.threshold, key("threshold"))
+        for lang, value in self.threshold_by_language:
+            if not isinstance(lang, str) or not lang:
+                raise ConfigError(f"{key('threshold_by_language')}: keys must be language codes, got {lang!r}")
+            check_threshold(value, key(f"threshold_by_language.{lang}"))
         for name in ("batch_size", "timeout_s", "startup_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{key(name)}: must be positive, got {getattr(self, name)}")
@@ -99,7 +132,29 @@ class ScoreConfig:
 
     @property
     def model_dir(self) -> str:
-        return self.model or DEFAULT_MODEL_DIR
+        return model_dir_of(self.model) if self.model else DEFAULT_MODEL_DIR
+
+    def thresholds(self, model: Mapping[str, Any]) -> Thresholds:
+        """The thresholds that apply with ``model`` (its model.json, or a service's ``/v1/model``): per
+        language, this config's; then ``threshold`` where set, for every other language (a user's own
+        cut-off overrides the model's); else the model's per-language thresholds, then its threshold."""
+        by_language: Dict[str, float] = {}
+        if self.threshold is None:
+            source = "the model's threshold_by_language"
+            by_language = {lang: check_threshold(value, f"{source}.{lang}")
+                           for lang, value in (model.get("threshold_by_language") or {}).items()}
+        by_language.update(self.threshold_by_language)
+        default = self.threshold if self.threshold is not None else check_threshold(model.get("threshold"),
+                                                                                    "the model's threshold")
+        return Thresholds(default, by_language)
+
+
+def model_card(model_dir: str) -> Dict[str, Any]:
+    """A model folder's model.json as it stands (fields a newer trainer adds are read with ``.get``)."""
+    path = Path(model_dir) / MODEL_JSON
+    if not path.exists():
+        raise FileNotFoundError(f"{model_dir}: not a model directory (no {MODEL_JSON})")
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 _LAUNCHED = {}  # loopback services launched ahead of their stage (launch_local_service)

@@ -91,6 +91,9 @@ OWN_COLUMNS = ("cluster_id", "survivor_id", "survivor_run", "reject_rule", "_out
 # Rows sharing an id: ids are deterministic (a hash of the record), so these are copies of one record
 # (e.g. the same WARC read twice); the first in ``copy_order`` stands for the id, the others are rejected.
 DUPLICATE_ID = "duplicate_id"
+# A document whose text is null (not held back for its length): nothing to compare, and two such are
+# no duplicates of each other.
+NO_TEXT = "no_text"
 
 
 class DedupStage(Stage):
@@ -115,8 +118,9 @@ class DedupStage(Stage):
 
     def chunk_step(self, docs: DataFrame) -> DataFrame:
         """Signatures of the documents with an id and a text within ``io.max_text_chars`` (the others
-        are errors), every copy of an id included: copies may be in different chunks."""
-        return signatures(docs.where(F.col("id").isNotNull() & F.col(OVER_LIMIT).isNull()), self.settings)
+        are errors or rejected as no_text), every copy of an id included: copies may be in different chunks."""
+        return signatures(docs.where(F.col("id").isNotNull() & F.col("text").isNotNull() & F.col(OVER_LIMIT).isNull()),
+                          self.settings)
 
     def artifact_fingerprint(self) -> str:
         """The earlier indexes deduplicated against: a re-run of one of those runs re-runs this stage."""
@@ -167,8 +171,11 @@ class DedupStage(Stage):
                                  for name, value in repeats.items()})
                    .drop("_repeat"))
         # Rows without an id cannot be deduplicated or joined back: errors (as are texts over the limit,
-        # which have no signature either: the runner names them).
-        rows_out = (out.withColumn("_outcome", F.coalesce("_outcome", F.lit("error")))
+        # which have no signature either: the runner names them). Null texts are rejected.
+        no_text = F.col("id").isNotNull() & F.col("text").isNull() & F.col(OVER_LIMIT).isNull()
+        rows_out = (out.withColumn("_outcome", F.when(no_text, F.lit("rejected"))
+                                   .otherwise(F.coalesce("_outcome", F.lit("error"))))
+                    .withColumn("reject_rule", F.when(no_text, F.lit(NO_TEXT)).otherwise(F.col("reject_rule")))
                     .withColumn("error", F.when(F.col("id").isNull(), F.lit("missing id"))))
         kept_keys = decisions.where(F.col("_outcome") == "kept").select("id").join(sigs, "id")
         return Transformed(rows_out, {**figures, "index": kept_keys})

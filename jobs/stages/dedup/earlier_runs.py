@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from corpusmill.config import ConfigError
-from corpusmill.run_folder import MARKER
+from corpusmill.run_folder import MARKER, file_problem, marker_form_problem
 from jobs.fs import HadoopFS
 from jobs.runner import read_marker
 from jobs.stages.dedup.components import join_hot_safe
@@ -43,7 +43,7 @@ class EarlierIndex:
 def open_index(fs: HadoopFS, entry: str, settings: DedupConfig) -> EarlierIndex:
     """The index a ``dedup.against`` entry names (a run folder, its dedup folder or the index
     folder), checked: its stage committed (the marker, written last, lists the index's files and
-    they are all there with their sizes; the rest of that run may be gone) and its keys were made
+    they are all there with their sizes and checksums; the rest of that run may be gone) and its keys were made
     with this run's settings. Anything else is a one-line ConfigError."""
     base = fs.qualify(entry).rstrip("/")
     candidates = [base[:-len(INDEX) - 1]] if base.endswith(f"/{INDEX}") else [base, f"{base}/dedup"]
@@ -52,14 +52,19 @@ def open_index(fs: HadoopFS, entry: str, settings: DedupConfig) -> EarlierIndex:
         raise ConfigError(f"dedup.against: no dedup index at {entry} (a finished dedup stage writes "
                           f"<run>/dedup/{INDEX}/)")
     marker = read_marker(fs, f"{stage_dir}/{MARKER}")
-    if marker is None or not isinstance(marker.get("fingerprint"), str):
-        raise ConfigError(f"dedup.against: the dedup stage at {stage_dir} did not finish (its {MARKER} is "
-                          f"missing or damaged)")
+    problem = marker_form_problem(marker)
+    if problem is not None:
+        raise ConfigError(f"dedup.against: the dedup stage at {stage_dir} did not finish ({problem})")
     listed = {rel: size for rel, size in marker["files"].items() if rel.startswith(f"{INDEX}/")}
     present = {f"{INDEX}/{rel}": size for rel, size in fs.list_files(f"{stage_dir}/{INDEX}").items()}
     if listed != present:
         raise ConfigError(f"dedup.against: the index at {stage_dir}/{INDEX} does not match the files its "
                           f"{MARKER} lists (changed or partly copied)")
+    for rel, size in sorted(listed.items()):
+        problem = file_problem(marker, rel, size, lambda name: fs.checksum(f"{stage_dir}/{name}"))
+        if problem is not None:
+            raise ConfigError(f"dedup.against: the index at {stage_dir}/{INDEX} is not what its stage committed: "
+                              f"{problem}")
     meta = fs.read_json(f"{stage_dir}/{INDEX}/{INDEX_META}")
     mismatch = settings.index_mismatch(meta["settings"])
     if mismatch:

@@ -45,7 +45,7 @@ from udfs.filter.rules import FILTER_SIGNALS, DocumentFilter, FilterConfig
 _ARROW_KINDS = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
 # The columns this stage adds (replacing same-named input columns), in output order.
 FILTER_FIELDS = pa.schema(
-    [("lang", pa.string()), ("lang_score", pa.float64())]
+    [("lang", pa.string()), ("lang_script", pa.string()), ("lang_score", pa.float64()), ("lang_confident", pa.bool_())]
     + [(name, _ARROW_KINDS[kind]) for name, kind in FILTER_SIGNALS.items()]
     + [("perplexity", pa.float64())]
     + [("failed_rules", pa.list_(pa.string()))]
@@ -53,6 +53,7 @@ FILTER_FIELDS = pa.schema(
 # What a spot-check sample shows of each rejected document.
 SAMPLE_COLUMNS = ["id", "url", "lang", "lang_score", "reject_rule", "reject_value", "failed_rules", "text"]
 _TOP_LANGUAGES = 50
+_TOP_RULES_PER_LANGUAGE = 3
 
 
 class FilterStage(Stage):
@@ -91,6 +92,14 @@ class FilterStage(Stage):
             items = sorted(languages.items(), key=lambda kv: -kv[1])[:20]
             parts.append("<h3>Languages (top 20, filter input)</h3>"
                          + bar_chart(items, "documents per language", colour="#2aa3b5", label_width=80))
+        outcomes = facts.stats[cls.name].get("language_outcomes")
+        if isinstance(outcomes, dict) and outcomes:
+            parts.append("<h3>Per language (top 50)</h3>" + table(
+                ("language", "documents", "kept", "confident tag", "top rejecting rules"),
+                [(lang, o.get("documents", 0), f"{o.get('kept', 0) / max(o.get('documents', 0), 1):.1%}",
+                  f"{o.get('confident', 0) / max(o.get('documents', 0), 1):.1%}",
+                  ", ".join(f"{rule} {n}" for rule, n in (o.get("rejected_by") or {}).items()))
+                 for lang, o in outcomes.items() if isinstance(o, dict)]))
         return "<h2>Rejections per rule</h2>" + "".join(parts) if parts else ""
 
     def transform(self, docs: DataFrame, resources: ExitStack) -> Transformed:
@@ -134,7 +143,7 @@ class FilterStage(Stage):
         # One query for both figures: a few rows per (rule, language), each with how many of its
         # documents fail each rule.
         counts = filtered.where(F.col("_outcome").isin("kept", "rejected")).groupBy("reject_rule", "lang").agg(
-            F.count(F.lit(1)).alias("n"),
+            F.count(F.lit(1)).alias("n"), F.sum(F.col("lang_confident").cast("long")).alias("confident"),
             *[F.sum(F.array_contains("failed_rules", rule).cast("long")).alias(f"fails_{i}")
               for i, rule in enumerate(rules)]).collect()
         samples = (self.sample_rows(filtered.where(F.col("_outcome") == "rejected"))
@@ -147,10 +156,19 @@ class FilterStage(Stage):
         first_hit: Counter = Counter()
         alone: Counter = Counter()
         languages: Counter = Counter()
+        outcomes: dict = {}
         for row in counts:
+            lang = row["lang"] or "-"
             if row["reject_rule"]:
                 first_hit[row["reject_rule"]] += row["n"]
-            languages[row["lang"] or "-"] += row["n"]
+            languages[lang] += row["n"]
+            seen = outcomes.setdefault(lang, {"documents": 0, "kept": 0, "confident": 0, "rejected_by": Counter()})
+            seen["documents"] += row["n"]
+            seen["confident"] += row["confident"] or 0
+            if row["reject_rule"]:
+                seen["rejected_by"][row["reject_rule"]] += row["n"]
+            else:
+                seen["kept"] += row["n"]
             for i, rule in enumerate(rules):
                 alone[rule] += row[f"fails_{i}"] or 0
         stats = {
@@ -158,6 +176,14 @@ class FilterStage(Stage):
             "rules": [{"rule": name, "first_hit": first_hit.get(name, 0), "alone": alone.get(name, 0)}
                       for name in rules],
             "languages": dict(sorted(languages.items(), key=lambda item: (-item[1], item[0]))[:_TOP_LANGUAGES]),
+            # Documents whose tag is not confident: no rule keyed by language judged them.
+            "not_confident": sum(o["documents"] - o["confident"] for o in outcomes.values()),
+            # Per language (the most frequent): kept, tagged confidently (judged by its language's rules; the
+            # others by the language-agnostic rules only) and the rules that rejected most.
+            "language_outcomes": {
+                lang: {**{k: outcomes[lang][k] for k in ("documents", "kept", "confident")},
+                       "rejected_by": dict(outcomes[lang]["rejected_by"].most_common(_TOP_RULES_PER_LANGUAGE))}
+                for lang, _ in sorted(languages.items(), key=lambda item: (-item[1], item[0]))[:_TOP_LANGUAGES]},
             "ppl_cutoffs": facts["ppl_cutoffs"],
         }
         fs = HadoopFS(self.spark)

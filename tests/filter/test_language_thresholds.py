@@ -1,0 +1,117 @@
+"""Per-language thresholds: which thresholds judge a document (its tag must be confident), and the
+arithmetic of `corpusmill derive-thresholds` (udfs/filter/thresholds.py), on plain values."""
+import dataclasses
+
+import pytest
+
+from conftest import shared
+from udfs.filter.rules import DocumentFilter, FilterConfig, RuleConfig, Thresholds
+from udfs.filter.thresholds import document_words, loosened, scaled, stop_words
+
+LENGTH_RULE = RuleConfig(ruleset="gopher_quality", signal="mean_word_length", min=3, max=10, derive="scale",
+                         by_language={"ko": Thresholds(2, 7)})
+
+
+def test_a_language_s_thresholds_judge_only_a_confident_tag():
+    assert LENGTH_RULE.thresholds_for("ko", confident=True) == Thresholds(2, 7)
+    assert LENGTH_RULE.thresholds_for("ko", confident=False) == Thresholds(3, 10)
+    assert LENGTH_RULE.thresholds_for("fi", confident=True) == Thresholds(3, 10)
+
+
+def test_confidence_is_the_tag_s_score_against_its_language_s_minimum():
+    language = dataclasses.replace(FilterConfig().language, confident_min_score=0.8,
+                                   confident_min_score_by_language={"xh": 0.5})
+    assert language.is_confident("en", 0.85) and not language.is_confident("en", 0.79)
+    assert language.is_confident("xh", 0.6)
+    assert not language.is_confident("und", 1.0) and not language.is_confident(None, None)
+
+
+def test_an_unconfident_tag_gets_no_stop_words_and_the_agnostic_thresholds():
+    base = FilterConfig()
+    rule = dataclasses.replace(LENGTH_RULE, by_language={"en": Thresholds(20, 30)})
+    cfg = dataclasses.replace(base, rulesets=["gopher_quality"], rules={"gopher_mean_word_length": rule},
+                              language=dataclasses.replace(base.language, confident_min_score=0.0))
+    prose = "The committee met on Tuesday and agreed to publish the report in the spring of next year. " * 5
+    confident = DocumentFilter(cfg).apply([prose])
+    assert confident["lang_confident"] == [True] and confident["stop_words"][0] > 0
+    assert confident["reject_rule"] == ["gopher_mean_word_length"]  # English's (absurd) 20..30
+    unsure = DocumentFilter(dataclasses.replace(cfg, language=dataclasses.replace(
+        base.language, confident_min_score=1.0))).apply([prose])
+    assert unsure["lang_confident"] == [False] and unsure["stop_words"] == [None]
+    assert unsure["reject_rule"] == [None]  # the rule's own 3..10
+
+
+def test_scaled_thresholds_follow_the_language_s_median_word_length():
+    loosest, by_language = scaled(dataclasses.replace(LENGTH_RULE, by_language={}), {"en": 5.0, "ko": 3.5, "fi": 8.0}, "en")
+    assert by_language["en"] == Thresholds(3, 10)
+    assert by_language["ko"] == Thresholds(2.1, 7.0)
+    assert loosest == Thresholds(2.1, 16.0)
+    with pytest.raises(ValueError, match="anchor"):
+        scaled(LENGTH_RULE, {"ko": 3.5}, "en")
+
+
+def test_a_quantile_rule_is_loosened_only_where_clean_text_needs_it():
+    cfg = FilterConfig().derivation
+    punct = RuleConfig(ruleset="fineweb", signal="punct_line_frac", min=0.12, derive="quantile")
+    assert loosened(punct, {"th": 0.0, "de": 0.9, "sw": 0.1}, {}, cfg) == {
+        "th": Thresholds(0.0, None), "sw": Thresholds(round(0.1 * (1 - cfg.margin), 4), None)}
+    dup = RuleConfig(ruleset="gopher_repetition", signal="dup_5gram_char_frac", max=0.15, derive="quantile")
+    assert loosened(dup, {}, {"bo": 0.4, "de": 0.05}, cfg) == {"bo": Thresholds(None, round(0.4 * (1 + cfg.margin), 4))}
+
+
+def test_stop_words_are_the_short_words_found_in_most_documents():
+    cfg = dataclasses.replace(FilterConfig().derivation, stop_words=3, stop_word_candidates=5)
+    counts = [("everyone", 50), ("the", 49), ("of", 48), ("rights", 47), ("and", 46), ("a", 10)]
+    assert stop_words(counts, cfg) == ["and", "of", "the"]  # "a" is short but not frequent enough
+
+
+def test_document_words_are_distinct_lowercased_and_none_for_unsegmented_scripts():
+    assert document_words("Umntu wonke, UMNTU.") == ["umntu", "wonke"]
+    assert document_words("ทุกคนมีสิทธิ") == [] and document_words(None) == []
+
+
+@pytest.mark.slow
+def test_the_default_config_keeps_held_out_udhr_text_in_xhosa_zulu_korean_and_thai():
+    from tools.fixtures.udhr import declarations, is_held_out
+
+    shared("corpora/multilingual/udhr-unicode/declaration")
+    texts = {}
+    for declaration in declarations():
+        if declaration.iso6393 in ("xho", "zul", "kor", "tha"):
+            parts = [(n, declaration.articles[n]) for n in sorted(declaration.articles)
+                     if is_held_out(declaration.iso6393, n)]
+            texts[declaration.iso6393] = ["\n\n".join("\n".join(p) for _, p in parts[i:i + 4]) for i in (0, 4)]
+    columns = DocumentFilter(FilterConfig()).apply([t for docs in texts.values() for t in docs])
+    assert columns["_outcome"] == ["kept"] * 8, list(zip(columns["lang"], columns["reject_rule"]))
+
+
+def test_derive_thresholds_writes_a_preset_the_filter_loads(spark, tmp_path):
+    import json
+
+    import yaml
+
+    from jobs.config import load
+    from jobs.thresholds_command import derive, write_preset
+
+    # Two languages: English prose, and a made-up one with long words and lines that never end in punctuation.
+    prose = "The committee met on Tuesday and agreed to publish the report of the year in the spring.\n"
+    long_words = "Ngokwesiqhelo abantwana bayakuthanda ukudlala ngaphandle kwendlu yabo yonke imihla\n"
+    rows = [{"text": prose * (3 + i % 4), "lang": "en"} for i in range(8)]
+    rows += [{"text": long_words * (3 + i % 4), "lang": "xx"} for i in range(8)] + [{"text": "Too few.", "lang": "yy"}]
+    reference = tmp_path / "reference.jsonl"
+    reference.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cfg = load().filter
+    cfg = dataclasses.replace(cfg, derivation=dataclasses.replace(cfg.derivation, stop_words=8, stop_word_candidates=24))
+    output = tmp_path / "preset.yaml"
+    write_preset(derive(spark, str(reference), cfg), output, str(reference))
+
+    preset = yaml.safe_load(output.read_text(encoding="utf-8"))["filter"]
+    assert set(preset["stop_words"]) == {"en", "xx"}  # yy has fewer than min_documents documents
+    assert preset["stop_words"]["en"] == sorted(["and", "in", "met", "of", "on", "the", "to", "year"])
+    word_length = preset["rules"]["gopher_mean_word_length"]
+    assert word_length["by_language"]["en"] == {"min": 3.0, "max": 10.0}
+    assert word_length["by_language"]["xx"]["min"] > 3.0 * 1.5  # its words are twice English's
+    assert preset["rules"]["fineweb_punct_lines"]["by_language"] == {"xx": {"min": 0.0}}
+    assert list(preset["rules"])[:2] == ["gopher_short_doc", "gopher_long_doc"]  # conf/filter.yaml's order
+    loaded = load(output).filter  # as `corpusmill run --config preset.yaml` reads it
+    assert loaded.rules["fineweb_punct_lines"].thresholds_for("xx", True).min == 0.0
