@@ -64,12 +64,13 @@ def test_the_stage_stops_with_one_line_and_exit_code_6(spark, tmp_path, capsys):
 @pytest.mark.service  # a second Spark JVM, through the CLI, with the S3A connector
 @pytest.mark.slow
 def test_warcs_on_a_non_aws_store_with_credentials_only_in_the_spark_config(tmp_path):
-    with s3_server("crawl") as endpoint:
+    # A bucket of its own: moto's buckets outlive a server in the test process (others upload to "crawl").
+    with s3_server("crawl-spark-conf") as endpoint:
         s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=KEY, aws_secret_access_key=KEY,
                           region_name="us-east-1")
         names = ["commoncrawl-whirlwind.warc.gz", "dolma-sample-0000.warc.gz"]
         for name in names:
-            s3.upload_file(str(SAMPLE / name), "crawl", f"in/{name}")
+            s3.upload_file(str(SAMPLE / name), "crawl-spark-conf", f"in/{name}")
         conf = tmp_path / "s3.yaml"
         conf.write_text(json.dumps({  # JSON is YAML
             "include": [str(ROOT / "conf" / "local.yaml")],
@@ -78,7 +79,7 @@ def test_warcs_on_a_non_aws_store_with_credentials_only_in_the_spark_config(tmp_
                                **spark_s3_conf(endpoint)}}}))
         no_aws_environment = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         result = subprocess.run([sys.executable, "-m", "jobs.cli", "run", "--config", str(conf), "--stages", "extract",
-                                 "--input", "s3://crawl/in/", "--output", str(tmp_path / "out"), "--run", "r"],
+                                 "--input", "s3://crawl-spark-conf/in/", "--output", str(tmp_path / "out"), "--run", "r"],
                                 cwd=ROOT, env=no_aws_environment, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     stage = tmp_path / "out" / "r" / "extract"
