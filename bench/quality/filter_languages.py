@@ -13,10 +13,12 @@ The shipped preset is derived with ``--with-held-out-languages`` (the held-out l
 1..22 too, so that every language has thresholds); a preset derived without it, given with ``--config``, measures
 the held-out languages as languages the thresholds never saw. The summary counts the two groups apart.
 
-For each language it prints the share of clean documents kept and the rules that rejected the
-others, and the share rejected of three kinds of junk built from the same language's held-out text:
-``repeated`` (one paragraph repeated among the others, as boilerplate), ``menu`` (lines of one to
-three words, as navigation) and ``listing`` (short item names with prices and dates).
+For each language it prints the share of clean documents kept, the rules that rejected the others and
+the tags those got, and the share rejected of three kinds of junk built from the same language's held-out
+text: ``repeated`` (one paragraph repeated among the others, as boilerplate), ``menu`` (lines of one to
+three words, as navigation) and ``listing`` (short item names with prices and dates). A language marked
+``*`` has no label in lid.176 or CLD2; the summary counts the languages that have one apart (the target
+covers every language the language ID supports).
 """
 from __future__ import annotations
 
@@ -27,11 +29,14 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional
 
+import regex
+
 from corpusmill.config import build, read_yaml
 from tools.fixtures.corpus_docs import book_parts
 from tools.fixtures.shared_data import shared
 from tools.fixtures.udhr import HELD_OUT_ARTICLES, Declaration, declarations, is_held_out, is_held_out_language
-from udfs.filter.language_codes import two_letter
+from udfs.filter.langid import CLD2_LANGUAGES, load_classifier
+from udfs.filter.language_codes import iso639_3, two_letter
 from udfs.filter.rules import DocumentFilter, FilterConfig
 
 # Four parts: C4's five sentences and Gopher's 50 words are met by a web page's worth of text.
@@ -39,6 +44,10 @@ PARTS_PER_DOCUMENT = 4
 CHINESE_REVIEWS = "corpora/zh/reviews-pos.txt"
 REVIEW_MIN_CHARS = 60
 REVIEWS_PER_PAGE = 6
+# Punctuation at a word's ends, of every script: a menu item or a listing's name carries no full stop
+# (where words are not spaced, as in Khmer and Burmese, a space-separated "word" is a phrase, often ending
+# in the script's full stop or comma).
+_EDGE_PUNCTUATION = regex.compile(r"^\p{P}+|\p{P}+$")
 # The targets of issue #60.
 CLEAN_KEPT_TARGET = 0.95
 JUNK_REJECTED_TARGET = 0.90
@@ -57,7 +66,7 @@ def documents(declaration: Declaration, held_out: bool, articles_only: bool = Fa
 def junk_documents(clean: List[str], rng: random.Random) -> Dict[str, List[str]]:
     """Repeated-line, menu and listing documents made of the words of ``clean`` documents."""
     paragraphs = [p for doc in clean for p in doc.split("\n") if p.strip()]
-    words = [w.strip(".,;:()«»\"'") for p in paragraphs for w in p.split()]
+    words = [_EDGE_PUNCTUATION.sub("", w) for p in paragraphs for w in p.split()]
     words = [w for w in words if w] or ["-"]
     repeated, menus, listings = [], [], []
     for doc in clean:
@@ -70,6 +79,13 @@ def junk_documents(clean: List[str], rng: random.Random) -> Dict[str, List[str]]
             f"{' '.join(rng.sample(words, k=min(2, len(words))))} {rng.randint(1, 999)}.{rng.randint(0, 99):02d} € "
             f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}" for _ in range(25)))
     return {"repeated": repeated, "menu": menus, "listing": listings}
+
+
+def named_by_language_id() -> frozenset:
+    """The ISO 639-3 languages lid.176 or CLD2 has a label for: the languages the target covers (a
+    language without one is tagged as another, at best its macrolanguage or a relative)."""
+    lid176 = {iso639_3(label[len("__label__"):]) for label in load_classifier().labels}
+    return frozenset(lid176 | CLD2_LANGUAGES)
 
 
 def load_filter_config(path: Optional[str]) -> FilterConfig:
@@ -113,31 +129,40 @@ def evaluate(cfg: FilterConfig, only: Optional[set], seed: int) -> None:
             clean_by_lang[declaration.iso6393] += documents(declaration, held_out=True)
     rows = []
     totals: Counter = Counter()
+    named = named_by_language_id()
     for iso, clean in sorted(clean_by_lang.items()):
         if not clean:
             continue
         columns = doc_filter.apply(clean)
         kept = columns["_outcome"].count("kept")
         reasons = Counter(r for r in columns["reject_rule"] if r)
+        rejected_tags = Counter(lang for lang, rule in zip(columns["lang"], columns["reject_rule"]) if rule)
         confident = sum(columns["lang_confident"])
         junk = {kind: doc_filter.apply(docs)["_outcome"].count("rejected") / len(docs)
                 for kind, docs in junk_documents(clean, rng).items()}
-        rows.append((iso, len(clean), kept / len(clean), confident / len(clean), junk, reasons))
+        rows.append((iso, len(clean), kept / len(clean), confident / len(clean), junk, reasons, rejected_tags))
         totals["docs"] += len(clean)
         totals["kept"] += kept
     below = [r for r in rows if r[2] < CLEAN_KEPT_TARGET]
     junk_below = {kind: [r for r in rows if r[4][kind] < JUNK_REJECTED_TARGET] for kind in ("repeated", "menu", "listing")}
-    for iso, n, kept, confident, junk, reasons in sorted(rows, key=lambda r: r[2]):
+    for iso, n, kept, confident, junk, reasons, rejected_tags in sorted(rows, key=lambda r: r[2]):
         if kept < CLEAN_KEPT_TARGET or min(junk.values()) < JUNK_REJECTED_TARGET:
             top = ", ".join(f"{rule} {count}" for rule, count in reasons.most_common(3))
-            print(f"{iso:>8} {n:3d} docs  kept {kept:6.1%}  confident tag {confident:6.1%}  junk rejected "
-                  + " ".join(f"{k} {v:5.1%}" for k, v in junk.items()) + (f"  rejected by: {top}" if top else ""))
+            tags = ", ".join(f"{lang} {count}" for lang, count in rejected_tags.most_common(3))
+            print(f"{iso:>8}{'' if iso in named else '*'} {n:3d} docs  kept {kept:6.1%}  confident tag {confident:6.1%}  "
+                  "junk rejected " + " ".join(f"{k} {v:5.1%}" for k, v in junk.items())
+                  + (f"  rejected by: {top}; tagged {tags}" if top else ""))
+    print("(* : no label in lid.176 or CLD2)")
     print(f"\n{len(rows)} languages, {totals['docs']} held-out clean documents: kept {totals['kept'] / totals['docs']:.1%}; "
           f"languages keeping >= {CLEAN_KEPT_TARGET:.0%}: {len(rows) - len(below)}/{len(rows)}")
     for kind, failing in junk_below.items():
         mean = sum(r[4][kind] for r in rows) / len(rows)
         print(f"{kind} junk: rejected {mean:.1%} on average; languages rejecting >= {JUNK_REJECTED_TARGET:.0%}: "
               f"{len(rows) - len(failing)}/{len(rows)}")
+    supported = [r for r in rows if r[0] in named]
+    print(f"languages lid.176 or CLD2 has a label for: {sum(r[2] >= CLEAN_KEPT_TARGET for r in supported)}/"
+          f"{len(supported)} keep >= {CLEAN_KEPT_TARGET:.0%}, clean kept "
+          f"{sum(r[2] * r[1] for r in supported) / max(1, sum(r[1] for r in supported)):.1%}")
     for group, held_out in (("held-out languages", True), ("other languages (articles 23..30)", False)):
         members = [r for r in rows if is_held_out_language(r[0]) == held_out]
         if members:

@@ -8,7 +8,7 @@ import regex
 from corpusmill.config import ConfigError, build
 from jobs import config
 from udfs.filter.langid import UNDETERMINED, LanguageIdentifier, default_model_path
-from udfs.filter.quality import compute_signals, count_sentences
+from udfs.filter.quality import TERMINAL_PUNCTUATION, compute_signals, count_sentences
 from udfs.filter.rules import DocumentFilter, FilterConfig, LanguageConfig
 
 
@@ -96,6 +96,26 @@ def test_sentence_counting():
     assert count_sentences("我很好。你呢？好的") == 3
     assert count_sentences("３．５％的增长。") == 1  # a full-width decimal point ends nothing
     assert count_sentences("...") == 0
+
+
+def test_every_scripts_sentence_terminal_ends_a_sentence_and_a_line():
+    """Terminal punctuation is Unicode's Sentence_Terminal: the Khmer khan and bariyoosan, the Chakma
+    danda, the Javanese pada lingsa end sentences and lines as the full stop does."""
+    khmer = "សិទ្ធិមនុស្សគឺជាគ្រឹះនៃសេរីភាព។ យុត្ដិធម៌ និងសន្ដិភាពក្នុងពិភពលោក៕"
+    assert count_sentences(khmer) == 2
+    for line in (khmer, "𑄇𑄟𑄴 𑄉𑄧𑄢𑄨𑄝𑄢𑄴 𑄃𑄊𑄬𑅁", "ꦱꦧꦼꦤ꧀ꦲꦸꦮꦺꦴꦁ꧉", "All of it."):
+        assert compute_signals(f"{line}\n{line} x")["punct_line_frac"] == 0.5, line
+    every_terminal = regex.findall(r"\p{Sentence_Terminal}", "".join(map(chr, range(0x20000))))
+    assert set(every_terminal) <= set(TERMINAL_PUNCTUATION) and len(every_terminal) > 150
+
+
+def test_c4_counts_the_words_of_a_line_between_ethiopic_wordspaces():
+    """Amharic written with the wordspace (፡) and no space: each line is a sentence of many words, as the
+    same line with spaces is (C4 counts sentences on lines of three words or more)."""
+    line = "እያንዳንዱ፡ሰው፡ያላንዳች፡ልዩነት፡ማድረግ፡ለአንድ፡ዓይነት፡ሥራ፡እኩል፡የሆነ፡ደመወዝ፡የማግኘት፡መብት፡አለው።"
+    assert compute_signals("\n".join([line] * 5))["c4_sentences"] == 5
+    assert compute_signals("\n".join([line.replace("፡", " ")] * 5))["c4_sentences"] == 5
+    assert compute_signals("\n".join(["ሰው፡መብት።"] * 5))["c4_sentences"] == 0  # two words a line
 
 
 def test_empty_text_has_no_ratios():

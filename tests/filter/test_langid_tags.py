@@ -6,9 +6,9 @@ import pytest
 
 from corpusmill.config import ConfigError
 from tools.fixtures.udhr import declarations
-from udfs.filter.langid import LanguageIdentifier, cld2_answer, load_classifier
+from udfs.filter.langid import CLD2_LANGUAGES, LanguageIdentifier, cld2_answer, load_classifier
 from udfs.filter.language_codes import iso639_3, language_script_tag, script_of, two_letter
-from udfs.filter.rules import LanguageConfig
+from udfs.filter.rules import DocumentFilter, FilterConfig, LanguageConfig
 
 XHOSA = ("Bonke abantu bazalwa bekhululekile belingana ngesidima nangokweemfanelo. Bonke abantu banesiphiwo "
          "sesazela nesizathu sokwenza isenzo ongathanda ukwenziwa sona. Wonke umntu unelungelo lokuphila, "
@@ -63,6 +63,36 @@ def test_xhosa_is_tagged_xhosa_with_cld2_and_not_by_lid176_alone(identifier):
     alone = LanguageIdentifier(None, 5000, second_opinion_below=0.0).identify([XHOSA])
     assert alone.lang != ["xh"] and alone.lang_score[0] < 0.8
     assert identifier.predict([XHOSA, ENGLISH]) == (tags.lang[:2], tags.lang_score[:2])
+
+
+# UDHR article 23 in Tigrinya, which lid.176 lacks and calls Amharic, sure; CLD2 knows both and says Tigrinya.
+TIGRINYA = ("ሕድሕድ ሰብ ንስራሕ ፣ ንነፃ መሪፃ ዓይነት ስራሕ፣ ንፍትሓውን ምቹእን ኩነታት ስራሕን ስራሕ ከይስእን ንዝግበር ሓለዋን መሰል ኦለዎ፡፡ "
+            "ሕድሕድ ሰብ ብዘይ ኦድልዎ ንሓደ ዓይነት ስራሕ ማዕሪ ክፍሊት ናይ ምርካብ መሰል ኦለዎ፡፡")
+# Yanomamö, which neither model knows: lid.176 calls it Albanian, sure; CLD2 names no language reliably.
+YANOMAMO = ("Enaha thë puhi taeo kuaai, wã rëamai thë, peheti he usukuwë thë, wã toprao thë kãi, hei thë pë nohi "
+            "taemopou piyëkou, ĩhĩ thë pë nohi ĩhĩpimopouha totihitawë thamotima thë hami he usukuwë thë pë nohi "
+            "taeayou totihitaopë. Komi pëmaki rë kui pëmaki kiriihou mai, pëmaki kãi no preaai mai pëmaki "
+            "përihou piyëkopë, pëmaki ã topraopë, pëhetiapramotima thë pë hami.")
+
+
+def test_a_sure_tag_the_second_model_does_not_confirm_is_doubted(identifier):
+    """lid.176 picks the nearest of its labels, surely, for a language it lacks; CLD2 knows Amharic and
+    Albanian and does not find them in the text: the tag stays, doubted. Where CLD2 confirms (English,
+    Chinese) or lacks the language named (Ilocano), or is not asked (lid.176 alone), nothing is doubted."""
+    tags = identifier.identify([TIGRINYA, YANOMAMO, ENGLISH, CHINESE])
+    assert tags.lang == ["am", "sq", "en", "zh"] and min(tags.lang_score) >= 0.8
+    assert tags.doubted == [True, True, False, False]
+    assert "ilo" not in CLD2_LANGUAGES and {"amh", "als", "eng", "cmn", "tir"} <= CLD2_LANGUAGES
+    alone = LanguageIdentifier(None, 5000, second_opinion_below=0.0).identify([TIGRINYA, YANOMAMO])
+    assert alone.doubted == [False, False]
+
+
+def test_a_doubted_tag_is_not_confident():
+    """The rules keyed by language do not judge a document in a doubted tag: Tigrinya is not held to
+    Amharic's stop words."""
+    columns = DocumentFilter(FilterConfig()).apply([TIGRINYA, ENGLISH])
+    assert columns["lang"] == ["am", "en"] and columns["lang_confident"] == [False, True]
+    assert columns["stop_words"][0] is None
 
 
 def test_text_cld2_cannot_read_keeps_lid176s_answer(identifier):

@@ -36,6 +36,7 @@ cdef enum:
     TERMINAL = 1 << 11      # terminal punctuation (line ends in punctuation)
     CLOSING = 1 << 12       # closing quotes and brackets
     FULL_WIDTH_END = 1 << 13  # CJK terminal punctuation that needs no space after it
+    WORD_SEPARATOR = 1 << 14  # a word separator other than a space (C4's words per line)
 
 cdef uint64_t HASH_BASE = 1000003  # the reference's n-gram polynomial multiplier
 cdef uint64_t FNV_OFFSET = 0xCBF29CE484222325
@@ -453,7 +454,7 @@ cdef class SignalComputer:
                     lowered[b] = 0x80
                     if self.f(c) & LOWER_TO_ASCII:
                         needs_lower = True
-                if self.f(c) & PY_SPACE:
+                if self.f(c) & (PY_SPACE | WORD_SEPARATOR):
                     if word_start >= 0:
                         longest_word = max(longest_word, b - word_start)
                         word_start = -1

@@ -5,7 +5,12 @@ lid.176 is unsure of. Tags are ISO 639-3 with the text's script (``xho_Latn``, `
 lid.176 reads every document; where its probability is below ``language.second_opinion_below``, CLD2
 (``pycld2``, Google's Compact Language Detector 2, whose tables are compiled into the wheel) reads it
 too, and its answer is taken when it is reliable, as CLD2 judges it, with CLD2's share of the text in
-that language as ``lang_score`` (the higher of the two where both name the same language). On UDHR
+that language as ``lang_score`` (the higher of the two where both name the same language). Where lid.176
+is sure, CLD2 reads the text too if it knows the language lid.176 names: a tag CLD2 does not reliably
+confirm is ``doubted`` (kept, but the rules keyed by language do not judge the document in it). lid.176's
+probability is a choice among its 176 labels, so text in a language it lacks may get a sure tag of the
+nearest one (Yanomamö as Albanian, Tigrinya as Amharic); a second model that knows the named language
+and does not recognise it in the text is evidence of that. On UDHR
 documents (``bench/quality/langid_compare.py``) lid.176 gives 0.05-0.35 to the languages it lacks, and
 CLD2 costs less CPU per document than lid.176.
 
@@ -44,6 +49,9 @@ _LABEL_PREFIX = "__label__"
 _CLD2_MAX_CHARS = 2000
 # CLD2's labels that name no language: unknown, a script only ("xx-Latn"), its internal test languages.
 _CLD2_NO_LANGUAGE = ("un", "xx", "zz", "tlh")
+# The languages CLD2 can name, as ISO 639-3 (its table lists more languages than it detects).
+CLD2_LANGUAGES = frozenset(iso639_3(code.split("-")[0]) for name, code in pycld2.LANGUAGES
+                           if name in pycld2.DETECTED_LANGUAGES and not code.startswith(_CLD2_NO_LANGUAGE))
 
 
 def default_model_path() -> Path:
@@ -94,10 +102,12 @@ def _fasttext_line() -> FastTextLine:
 @dataclass
 class LanguageTags:
     """One list per column, a value per text: ``lang`` (ISO 639-1 where the language has a code there,
-    else ISO 639-3), ``lang_script`` (``xho_Latn``) and ``lang_score`` (the answering model's confidence)."""
+    else ISO 639-3), ``lang_script`` (``xho_Latn``) and ``lang_score`` (the answering model's confidence);
+    ``doubted``: lid.176 was sure of a language CLD2 knows, and CLD2 did not reliably name it."""
     lang: List[str]
     lang_script: List[str]
     lang_score: List[float]
+    doubted: List[bool]
 
 
 def cld2_answer(text: str) -> Optional[Tuple[str, float]]:
@@ -140,10 +150,12 @@ class LanguageIdentifier:
 
     def identify(self, texts: List[str]) -> LanguageTags:
         """The language of each text (``und`` for a text without a letter): lid.176's, or CLD2's where
-        lid.176 is below ``second_opinion_below`` and CLD2 is reliably sure."""
+        lid.176 is below ``second_opinion_below`` and CLD2 is reliably sure; lid.176's sure answers
+        are ``doubted`` where CLD2 knows their language and does not reliably name it."""
         predict = self.classifier.predict
-        tags = LanguageTags([], [], [])
+        tags = LanguageTags([], [], [], [])
         for text in texts:
+            doubted = False
             if not _LETTER.search(text):
                 code, score = UNDETERMINED, 0.0
             else:
@@ -154,7 +166,11 @@ class LanguageIdentifier:
                     if answer is not None:  # CLD2's language; where both agree, the surer score
                         second = iso639_3(answer[0])
                         code, score = second, max(answer[1], score) if second == code else answer[1]
+                elif self.second_opinion_below and code in CLD2_LANGUAGES:
+                    answer = cld2_answer(text[:_CLD2_MAX_CHARS])
+                    doubted = answer is None or iso639_3(answer[0]) != code
             tags.lang.append(two_letter(code))
+            tags.doubted.append(doubted)
             tags.lang_script.append(language_script_tag(code, script_of(text)))
             tags.lang_score.append(score)
         return tags

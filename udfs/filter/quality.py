@@ -23,8 +23,9 @@ Where this differs from datatrove (each is deliberate):
 - the top n-gram fractions count only an n-gram that occurs at least twice (datatrove counts the
   first n-gram of a 10-word sentence as "repeated" and rejects it);
 - stop words are matched case-insensitively and only for languages that have a list;
-- C4's lines are judged by CJK-aware word counts, and the text is never rewritten (C4 drops
-  javascript/policy lines; here they only do not count towards ``c4_sentences``).
+- C4's lines are judged by CJK-aware word counts that split at the Ethiopic wordspace as at a space,
+  and the text is never rewritten (C4 drops javascript/policy lines; here they only do not count
+  towards ``c4_sentences``).
 A signal that is undefined for a document (a ratio over zero lines, words or characters) is null,
 and a rule never fires on a null signal.
 
@@ -65,9 +66,12 @@ _TOKEN = regex.compile(r"\w+|[^\w\s]+")
 _TOKEN_UNSEGMENTED = regex.compile(rf"{_UNSEGMENTED_CHAR.pattern}|[^\W{_UNSEGMENTED}]+|[^\w\s]+")
 # A whitespace-separated word without a single letter (Gopher's "alphabetic words" rule).
 _NON_ALPHA_WORD = regex.compile(r"(?<!\S)[^\s\p{L}]+(?!\S)")
-# Sentence-final punctuation (Unicode Sentence_Terminal of living scripts), as in FineWeb's
-# "line ends in punctuation"; closing quotes/brackets after it may follow.
-TERMINAL_PUNCTUATION = ".!?։؟۔܀܁܂߹।॥၊။።፧፨᙮᠃᠉‼‽⁇⁈⁉⸮。꓿꘎꘏꛳꛷﹒﹖﹗！．？｡"
+# Sentence-final punctuation, as in FineWeb's "line ends in punctuation" (closing quotes/brackets after it
+# may follow): Unicode's Sentence_Terminal property, so that every script's full stop counts (the Khmer
+# khan, Chakma and Balinese dandas, Javanese pada lingsa ...). Planes 0 and 1 hold every script's letters
+# and punctuation (planes 2 and 3 are Han ideographs, the rest tags and private use).
+_SCRIPT_PLANES_END = 0x20000
+TERMINAL_PUNCTUATION = "".join(regex.findall(r"\p{Sentence_Terminal}", "".join(map(chr, range(_SCRIPT_PLANES_END)))))
 _TERMINAL_TUPLE = tuple(TERMINAL_PUNCTUATION)
 # A sentence ends at terminal punctuation (plus closing quotes/brackets) before a space or the end
 # of the line, or at full-width CJK terminal punctuation, which needs no space after it.
@@ -90,6 +94,10 @@ POLICY_SUBSTRINGS = ("terms of use", "privacy policy", "cookie policy", "uses co
 JAVASCRIPT = "javascript"
 LOREM_IPSUM = "lorem ipsum"
 C4_MIN_WORDS_PER_LINE = 3
+# Word separators other than spaces, which C4's words per line are split at too: the Ethiopic wordspace
+# (U+1361), with which Ge'ez-script text (Amharic, Tigrinya) may separate its words without any space.
+WORD_SEPARATORS = "\u1361"
+_WORD_SEPARATOR_TO_SPACE = str.maketrans(dict.fromkeys(WORD_SEPARATORS, " "))
 C4_MAX_WORD_LENGTH = 1000
 FINEWEB_SHORT_LINE_CHARS = 30
 TOP_NGRAMS = (2, 3, 4)
@@ -148,6 +156,7 @@ CHAR_CLASSES = (
     ("terminal", f"[{regex.escape(TERMINAL_PUNCTUATION)}]"),
     ("closing", _CLOSING_CHAR),
     ("full_width_end", _FULL_WIDTH_END_CHAR),
+    ("word_separator", f"[{WORD_SEPARATORS}]"),
 )
 
 
@@ -312,7 +321,7 @@ def compute_signals_reference(text: str, stop_words: Optional[FrozenSet[str]] = 
         javascript_lines += javascript
         policy_lines += policy
         # C4 judges a line only if it has enough words and no absurdly long "word" (minified code).
-        words = line.split()
+        words = line.translate(_WORD_SEPARATOR_TO_SPACE).split()
         n_line_words = len(words) + (len(_UNSEGMENTED_CHAR.findall(line)) if unsegmented else 0)
         if n_line_words < C4_MIN_WORDS_PER_LINE or (
                 len(line) > C4_MAX_WORD_LENGTH and any(len(w) > C4_MAX_WORD_LENGTH for w in words)):

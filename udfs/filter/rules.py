@@ -16,8 +16,8 @@ last: a document whose n-gram LM perplexity (``udfs/filter/perplexity.py``) is a
 
 Rules in every language: what is keyed by a document's language (its stop-word list, a rule's
 ``by_language`` thresholds or ``languages``, perplexity) applies only when the tag is confident
-(``language.confident_min_score``, ``lang_confident``); any other document is judged by the rules'
-own ``min``/``max`` only. ``corpusmill derive-thresholds`` (``udfs/filter/thresholds.py``) writes the
+(``language.confident_min_score``) and not doubted by CLD2 (``udfs/filter/langid.py``): ``lang_confident``.
+Any other document is judged by the rules' own ``min``/``max`` only. ``corpusmill derive-thresholds`` (``udfs/filter/thresholds.py``) writes the
 per-language thresholds and stop words; ``conf/presets/languages.yaml`` is the shipped set.
 
 A document's outcome is the first rule it fails, in table order (``reject_rule``) with the measured
@@ -246,10 +246,11 @@ class DocumentFilter:
         for text_index, lang_script in zip(present, tags.lang_script):
             columns["lang_script"][text_index] = lang_script
         columns["lang_confident"] = [False] * n
-        for text_index, lang, score in zip(present, langs, scores):
+        for present_index, (text_index, lang, score) in enumerate(zip(present, langs, scores)):
             columns["lang"][text_index] = lang
             columns["lang_score"][text_index] = score
-            confident = columns["lang_confident"][text_index] = self.cfg.language.is_confident(lang, score)
+            confident = columns["lang_confident"][text_index] = (
+                self.cfg.language.is_confident(lang, score) and not tags.doubted[present_index])
             try:
                 signals = language_signals(texts[text_index], lang if confident else None, self.stop_words,
                                            self.cfg.word_segmentation)
