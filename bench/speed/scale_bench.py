@@ -26,7 +26,8 @@ The shared corpora are read from ``../shared`` into the git-ignored work folder 
 before them stay as they are). ``--baseline`` names another source tree (e.g. ``git archive`` of an
 earlier commit, with its compiled modules): each stage then runs four times in one window of a busy
 machine, that tree's code into the run folder ``baseline``, this tree's twice into ``r``, that tree's
-again; the tables show the mean of each pair.
+again; the tables show the mean of each pair. ``--config`` gives this tree's runs a config of their
+own (e.g. ``score.model: fluency``), the baseline's keep their default.
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from bench import ROOT, SHARED_DATA, WORK
 from bench.profiling.process_tree import measure_tree
@@ -157,10 +158,12 @@ def build_warc(size: int, files: int, duplicate_fraction: float) -> Tuple[Path, 
 
 # ---------------------------------------------------------------- the run
 
-def run_stage(stage: str, out: Path, run: str, warc: Path, code: Path) -> dict:
+def run_stage(stage: str, out: Path, run: str, warc: Path, code: Path, config: Optional[Path] = None) -> dict:
     """One ``corpusmill run --stages <stage>`` process with the code of the source tree ``code``."""
     shutil.rmtree(out / run / stage, ignore_errors=True)  # a finished stage would be skipped, not measured
     command = [sys.executable, "-m", "jobs.cli", "run", "--output", str(out), "--run", run, "--stages", stage]
+    if config:
+        command += ["--config", str(config)]
     if stage == "extract":
         command += ["--input", str(warc)]
     env = dict(os.environ, PYTHONPATH=str(code))  # ahead of the editable install's path
@@ -192,7 +195,8 @@ def mean_of(a: dict, b: dict) -> dict:
     return row
 
 
-def run_size(size: int, files: int, duplicate_fraction: float, stages: List[str], baseline) -> dict:
+def run_size(size: int, files: int, duplicate_fraction: float, stages: List[str], baseline,
+             config: Optional[Path] = None) -> dict:
     warc, planted = build_warc(size, files, duplicate_fraction)
     out = WORK / f"scale-{size}" / "out"
     earlier = STAGES[:STAGES.index(stages[0])]
@@ -214,11 +218,11 @@ def run_size(size: int, files: int, duplicate_fraction: float, stages: List[str]
             # baseline, this, this, baseline: the second of two runs back to back is the slower one
             # (by up to a quarter here), whichever code it runs; the means cancel that out.
             first = run_stage(stage, out, "baseline", warc, baseline)
-            this = [run_stage(stage, out, "r", warc, ROOT) for _ in range(2)]
+            this = [run_stage(stage, out, "r", warc, ROOT, config) for _ in range(2)]
             before.append(mean_of(first, run_stage(stage, out, "baseline", warc, baseline)))
             rows.append(mean_of(*this))
         else:
-            rows.append(run_stage(stage, out, "r", warc, ROOT))
+            rows.append(run_stage(stage, out, "r", warc, ROOT, config))
         for row, label in zip((*before[-1:], rows[-1]), ("baseline", "this") if baseline else ("this",)):
             print(f"  {size}: {stage:>10} {label:>8} {row['records_in']:>7} in, {row['docs_per_s']} docs/s, "
                   f"{row['cpu_ms_per_doc']} CPU ms/doc, CPU s {row['cpu_s_by_role']}, peak MB {row['peak_rss_mb']}, "
@@ -270,12 +274,16 @@ def main() -> None:
                         help="only these stages, on the run folder of an earlier run at each size")
     parser.add_argument("--baseline", type=Path,
                         help="another source tree: each stage runs with its code too, just before this tree's")
+    parser.add_argument("--config", type=Path,
+                        help="a config this tree's runs read (the baseline's read their own default), e.g. "
+                             "one that sets score.model")
     args = parser.parse_args()
     stages = [stage for stage in STAGES if stage in args.stages]
     baseline = args.baseline.resolve() if args.baseline else None
     results = []
     for size in sorted(args.sizes):
-        results.append(run_size(size, args.files, args.duplicates, stages, baseline))
+        results.append(run_size(size, args.files, args.duplicates, stages, baseline,
+                                args.config.resolve() if args.config else None))
         print(table(results[-1]) + "\n", flush=True)
     if len(results) > 1:
         print(growth(results[0], results[-1]))

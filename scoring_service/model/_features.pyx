@@ -80,6 +80,17 @@ cdef Py_ssize_t text_words(const uint64_t[::1] cp, Py_ssize_t s, Py_ssize_t e, b
     return nw
 
 
+cdef _check_lengths(const int64_t[::1] lengths, Py_ssize_t n, str name):
+    """``lengths`` (one per text, none negative) must add up to the ``n`` code points."""
+    cdef Py_ssize_t d, total = 0
+    for d in range(lengths.shape[0]):
+        if lengths[d] < 0:
+            raise ValueError(f"{name}: negative length")
+        total += lengths[d]
+    if total != n:
+        raise ValueError(f"{name}: the lengths do not add up to the code points")
+
+
 def content_bags(const uint64_t[::1] cp, const int64_t[::1] lengths, const int64_t[::1] char_orders,
                  int word_ngrams, int64_t buckets, bint spaceless_scripts=False):
     """(ids int32, offsets int64) of the content bag of each text: ``cp`` holds the texts' code points
@@ -87,15 +98,10 @@ def content_bags(const uint64_t[::1] cp, const int64_t[::1] lengths, const int64
     With ``spaceless_scripts``, a Thai, Lao, Myanmar or Khmer character is a word by itself, as a CJK
     one always is."""
     cdef Py_ssize_t n_docs = lengths.shape[0], n = cp.shape[0], n_orders = char_orders.shape[0]
-    cdef Py_ssize_t d, i, j, k, s, e, o, total = 0, out_n = 0, nw, capacity
+    cdef Py_ssize_t d, i, j, k, s, e, o, out_n = 0, nw, capacity
     cdef uint64_t h, power, slots = <uint64_t>(buckets - 1)
     cdef int64_t max_order = 0
-    for d in range(n_docs):
-        if lengths[d] < 0:
-            raise ValueError("content_bags: negative length")
-        total += lengths[d]
-    if total != n:
-        raise ValueError("content_bags: the lengths do not add up to the code points")
+    _check_lengths(lengths, n, "content_bags")
     for i in range(n_orders):
         if char_orders[i] < 1:
             raise ValueError("content_bags: character n-gram orders must be positive")
@@ -185,15 +191,10 @@ def order_stats(const uint64_t[::1] cp, const int64_t[::1] lengths, bint spacele
     frequencies alone make happen; shuffled text does not); its words equal to one of the ``WINDOW``
     words before them; its sentences (a word ending in . ! ?, and an unterminated tail) and the sum
     of their squared lengths in words."""
-    cdef Py_ssize_t n_docs = lengths.shape[0], n = cp.shape[0], d, i, j, s, e, nw, total = 0, since
+    cdef Py_ssize_t n_docs = lengths.shape[0], n = cp.shape[0], d, i, j, s, e, nw, since
     cdef Py_ssize_t window_hits, sentences, squares
     cdef uint64_t mask, state, tmp
-    for d in range(n_docs):
-        if lengths[d] < 0:
-            raise ValueError("order_stats: negative length")
-        total += lengths[d]
-    if total != n:
-        raise ValueError("order_stats: the lengths do not add up to the code points")
+    _check_lengths(lengths, n, "order_stats")
     out_array = np.zeros((n_docs, len(ORDER_STATS)), dtype=np.float64)
     words_array = np.empty(n + 1, dtype=np.uint64)
     shuffled_array = np.empty(n + 1, dtype=np.uint64)

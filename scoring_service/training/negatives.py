@@ -104,6 +104,7 @@ class LanguagePool:
         self.spaceless = is_spaceless(" ".join(texts[:50]))
         self.max_order = max_order
         self.sentences: List[List[str]] = []
+        self._written: set = set()  # the pool's sentences, which a chain must not reproduce
         # context (tuple of up to max_order - 1 words) -> next word counts; () for unigrams
         self._next: Dict[Tuple[str, ...], Dict[str, int]] = {}
         for text in texts:
@@ -112,6 +113,7 @@ class LanguagePool:
                     words = words_of(sentence, self.spaceless)
                     if words:
                         self.sentences.append(words)
+                        self._written.add(tuple(words))
                         padded = ["<s>"] * (max_order - 1) + words + ["</s>"]
                         for i in range(max_order - 1, len(padded)):
                             for n in range(max_order):
@@ -137,8 +139,19 @@ class LanguagePool:
         words, cumulative = table
         return words[bisect.bisect_right(cumulative, rng.random() * cumulative[-1])]
 
-    def chain_sentence(self, order: int, rng: random.Random, max_words: int = 60) -> List[str]:
-        """A sentence from the chain of ``order`` (1: unigram frequencies)."""
+    def chain_sentence(self, order: int, rng: random.Random, max_words: int = 60, tries: int = 8) -> List[str]:
+        """A sentence from the chain of ``order`` (1: unigram frequencies) that is not one of the pool's
+        own: on little text a chain of order 2 or 3 mostly walks a written sentence again, and a
+        sentence a person wrote is no machine-made negative. Where ``tries`` walks give none, the
+        order below."""
+        for current in range(order, 0, -1):
+            for _ in range(tries):
+                words = self._walk(current, rng, max_words)
+                if tuple(words) not in self._written:
+                    return words
+        return words
+
+    def _walk(self, order: int, rng: random.Random, max_words: int) -> List[str]:
         history = ["<s>"] * (self.max_order - 1)
         out: List[str] = []
         while len(out) < max_words:

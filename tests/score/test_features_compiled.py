@@ -257,3 +257,13 @@ def test_order_stats_match_their_definition(spaceless_scripts):
         assert np.array_equal(got, python_order_stats(cp, lengths, spaceless_scripts))
     with pytest.raises(ValueError, match="add up"):
         _features.order_stats(np.arange(10, dtype=np.uint64), np.array([4, 5], np.int64))
+
+
+@pytest.mark.parametrize("lengths, problem", [([2, -1], "negative length"), ([2, 2], "the lengths do not add up")])
+def test_texts_whose_lengths_do_not_fit_their_code_points_are_refused(lengths, problem):
+    cp = np.array([ord(c) for c in "abc"], dtype=np.uint64)
+    lengths = np.array(lengths, dtype=np.int64)
+    with pytest.raises(ValueError, match=f"content_bags: {problem}"):
+        _features.content_bags(cp, lengths, np.array([2], dtype=np.int64), 2, 1024)
+    with pytest.raises(ValueError, match=f"order_stats: {problem}"):
+        _features.order_stats(cp, lengths)

@@ -60,6 +60,22 @@ def test_a_bigram_chain_only_joins_words_that_follow_each_other_in_the_pool():
     assert set(zip(sentence, sentence[1:])) <= seen
 
 
+def test_a_chain_walks_new_sentences_not_the_pool_s_own():
+    pool = LanguagePool(OTHER)
+    written = {tuple(s.split()) for t in OTHER for s in sentences_of(t)}
+    rng = random.Random(7)
+    for order in (2, 3):
+        walks = [tuple(pool.chain_sentence(order, rng)) for _ in range(50)]
+        assert not set(walks) & written
+
+
+def test_a_pool_whose_chain_can_only_repeat_it_walks_the_order_below():
+    pool = LanguagePool(["The river rose and flooded the lower fields."])  # every word follows one other
+    sentence = pool.chain_sentence(2, random.Random(8))
+    assert sentence and sentence != "The river rose and flooded the lower fields.".split()
+    assert set(sentence) <= set("The river rose and flooded the lower fields.".split())
+
+
 def test_template_repeats_one_sentence_with_slots_filled_from_the_vocabulary():
     pool = LanguagePool(OTHER)
     out = make("template", TEXT, random.Random(6), pool)

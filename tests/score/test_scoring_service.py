@@ -30,7 +30,7 @@ from jobs.config import PipelineConfig
 from jobs.runner import run_stage, transformed
 from jobs.stages.score import ScoreStage
 from scoring_service.client import LocalService, ScoringClient, ScoringRequestError, ScoringUnavailable, encoded_body
-from scoring_service.model.artifacts import DEFAULT_MODEL_DIR, MINDIR, read_info
+from scoring_service.model.artifacts import DEFAULT_MODEL_DIR, MINDIR, SHIPPED_MODELS_DIR, read_info
 from scoring_service.model.features import COUNT_BITS, LAYOUT_FEATURES, FeatureHasher, HashingSpec
 from tools.fixtures.service_attacks import (SlowClients, address, bodies_at_once, connection_burst, peak_rss_mb,
                                             request_head, reset_peak_rss, score_head, send_head_then_wait,
@@ -451,6 +451,10 @@ def test_score_settings_are_validated():
         build(PipelineConfig, {"score": {"threshold": 1.5}})
     with pytest.raises(ConfigError, match="score.model: file not found"):
         build(PipelineConfig, {"score": {"model": "/nonexistent/model"}})
+    with pytest.raises(ConfigError, match="score.model: file not found"):
+        build(PipelineConfig, {"score": {"model": "no-such-shipped-model"}})
+    shipped = build(PipelineConfig, {"score": {"model": "fluency"}}).score  # by name, from any directory
+    assert shipped.model_dir == os.path.join(SHIPPED_MODELS_DIR, "fluency")
     with pytest.raises(ConfigError, match="score.service_url"):
         build(PipelineConfig, {"score": {"service_url": "127.0.0.1:8808"}})
     with pytest.raises(ConfigError, match="score.service_url: must be http://host:port, got 'h:1'"):

@@ -123,7 +123,7 @@ class ScoreConfig:
                 raise ConfigError(f"{key(name)}: must be positive, got {getattr(self, name)}")
         if self.retries < 0 or self.backoff_s < 0 or self.backoff_max_s < 0:
             raise ConfigError(f"{key('retries')}: retries and backoff must not be negative")
-        require_file(self.model, key("model"))
+        require_file(self.model_dir, key("model"))  # a shipped model's name, or a folder
 
     def client(self, urls: Sequence[str]) -> ScoringClient:
         return ScoringClient(urls, timeout_s=self.timeout_s, retries=self.retries, backoff_s=self.backoff_s,
