@@ -47,9 +47,12 @@ setup(
         "fasttext-predict>=0.9.2.4,<0.10",
         # CLD2, language ID's second opinion (udfs/filter/langid.py); 0.42 has wheels for Python 3.9–3.11
         "pycld2>=0.42,<0.43",
-        # word segmentation for the filter's stop words and word length: Chinese (jieba in Rust), Thai (newmm)
+        # word segmentation for the filter's stop words and word length: Chinese (jieba in Rust), Thai (newmm),
+        # Japanese (MeCab with unidic-lite, the 2013 UniDic: the shipped preset's ja stop words are its words)
         "rjieba>=0.2.2,<0.3",
         "pythainlp>=5.0,<6",
+        "fugashi>=1.3,<2",
+        "unidic-lite>=1.0.8,<1.1",
         "regex>=2023.0",
         "presidio-analyzer>=2.2.366,<3",
         "phonenumbers>=8.13,<10",

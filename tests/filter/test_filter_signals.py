@@ -118,6 +118,16 @@ def test_c4_counts_the_words_of_a_line_between_ethiopic_wordspaces():
     assert compute_signals("\n".join(["ሰው፡መብት።"] * 5))["c4_sentences"] == 0  # two words a line
 
 
+def test_two_ethiopic_wordspaces_are_a_full_stop():
+    """Tigrinya typed with `፡፡` for the full stop `።`: its sentences and lines end as with `።`, while a
+    lone wordspace separates words and ends nothing."""
+    line = "ኩሎም ሰባት ማዕሪን እዮም፡፡ ምስትውዓልን ሕልናን ኦለዎም፡፡"
+    assert count_sentences(line) == count_sentences(line.replace("፡፡", "።")) == 2
+    assert count_sentences("ሕድሕድ ሰብ፡ መሰል ኦለዎ፡ ኩሎም") == 1
+    assert compute_signals("ሕድሕድ ሰብ መሰል ኦለዎ፡፡\nሕድሕድ ሰብ መሰል ኦለዎ፡")["punct_line_frac"] == 0.5
+    assert compute_signals("\n".join([line] * 3))["c4_sentences"] == 6
+
+
 def test_empty_text_has_no_ratios():
     s = compute_signals("")
     assert s["n_words"] == 0 and s["n_chars"] == 0

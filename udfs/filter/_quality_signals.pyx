@@ -140,6 +140,7 @@ cdef class SignalComputer:
     cdef bytes javascript_bytes, lorem_ipsum_bytes
     cdef Py_ssize_t c4_min_words, c4_max_word_length, short_line_chars
     cdef tuple top_ngrams, dup_ngrams
+    cdef Py_UCS4 doubled_full_stop  # two of it in a row are a full stop (the Ethiopic wordspace)
     # The last stop-word list seen, its longest word, and its short ASCII words packed (see _pack).
     cdef object stop_words_seen
     cdef Py_ssize_t longest_stop_word
@@ -152,7 +153,7 @@ cdef class SignalComputer:
 
     def __init__(self, const uint16_t[::1] flags, tuple policy_words, str javascript, str lorem_ipsum,
                  Py_ssize_t c4_min_words, Py_ssize_t c4_max_word_length, Py_ssize_t short_line_chars,
-                 tuple top_ngrams, tuple dup_ngrams):
+                 tuple top_ngrams, tuple dup_ngrams, Py_UCS4 doubled_full_stop):
         self.flags = flags
         self.policy_words = policy_words
         self.policy_bytes = tuple(word.encode("ascii") for word in policy_words)
@@ -163,6 +164,7 @@ cdef class SignalComputer:
         self.short_line_chars = short_line_chars
         self.top_ngrams = top_ngrams
         self.dup_ngrams = dup_ngrams
+        self.doubled_full_stop = doubled_full_stop
 
     def compute(self, str text, stop_words=None):
         cdef Py_ssize_t n = len(text)
@@ -179,6 +181,15 @@ cdef class SignalComputer:
     cdef inline uint16_t f(self, Py_UCS4 c) noexcept:
         return self.flags[c]
 
+    cdef inline bint _sentence_end(self, const Py_UCS4* buf, Py_ssize_t p, Py_ssize_t start,
+                                   Py_ssize_t end) noexcept:
+        """Whether buf[p], in the line buf[start:end], can end a sentence: terminal punctuation, an
+        ellipsis, or one of two doubled-full-stop characters in a row."""
+        if self.f(buf[p]) & SENTENCE_END:
+            return True
+        return buf[p] == self.doubled_full_stop and (
+            (p + 1 < end and buf[p + 1] == buf[p]) or (p > start and buf[p - 1] == buf[p]))
+
     cdef Py_ssize_t _sentences(self, const Py_UCS4* buf, Py_ssize_t start, Py_ssize_t end) noexcept:
         """Sentences of one line, as ``udfs.filter.quality.count_sentences``: sentence ends, plus an
         unterminated last sentence."""
@@ -189,10 +200,10 @@ cdef class SignalComputer:
         if last < start:
             return 0
         while p < end:
-            if self.f(buf[p]) & SENTENCE_END:
+            if self._sentence_end(buf, p, start, end):
                 if p >= dead_until:
                     q = p
-                    while q < end and self.f(buf[q]) & SENTENCE_END:
+                    while q < end and self._sentence_end(buf, q, start, end):
                         q += 1
                     while q < end and self.f(buf[q]) & CLOSING:
                         q += 1
@@ -439,7 +450,8 @@ cdef class SignalComputer:
             b = e
             while b > i and self.f(buf[b - 1]) & CLOSING:
                 b -= 1
-            punct_lines += b > i and (self.f(buf[b - 1]) & TERMINAL) != 0
+            punct_lines += b > i and ((self.f(buf[b - 1]) & TERMINAL) != 0 or (
+                b - 1 > i and buf[b - 1] == self.doubled_full_stop and buf[b - 2] == self.doubled_full_stop))
             short_lines += length <= self.short_line_chars
             # Lower-cased ASCII copy of the line for the substring checks; a character whose
             # lower case holds ASCII (KELVIN SIGN) sends the line to str.lower() instead.

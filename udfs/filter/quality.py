@@ -79,8 +79,13 @@ _CLOSING = "\"'’”»)]」』）"
 _SENTENCE_END_CHAR = f"[{regex.escape(TERMINAL_PUNCTUATION)}…]"
 _FULL_WIDTH_END_CHAR = "[。！？｡]"
 _CLOSING_CHAR = f"[{regex.escape(_CLOSING)}]"
-_SENTENCE_END = regex.compile(
-    rf"{_SENTENCE_END_CHAR}+{_CLOSING_CHAR}*(?=\s|$)|{_FULL_WIDTH_END_CHAR}+{_CLOSING_CHAR}*")
+# Ge'ez-script text (Tigrinya, Amharic) often types its full stop `።` as two wordspaces `፡፡`: a wordspace
+# beside another ends a sentence and a line as `።` does (a lone one separates words, WORD_SEPARATORS).
+DOUBLED_FULL_STOP = "\u1361"
+_DOUBLED_FULL_STOP_CHAR = rf"{DOUBLED_FULL_STOP}(?={DOUBLED_FULL_STOP})|(?<={DOUBLED_FULL_STOP}){DOUBLED_FULL_STOP}"
+_LINE_END_PUNCTUATION = _TERMINAL_TUPLE + (2 * DOUBLED_FULL_STOP,)
+_SENTENCE_END = regex.compile(rf"(?:{_SENTENCE_END_CHAR}|{_DOUBLED_FULL_STOP_CHAR})+{_CLOSING_CHAR}*(?=\s|$)"
+                              rf"|{_FULL_WIDTH_END_CHAR}+{_CLOSING_CHAR}*")
 _WORD_CHAR_FROM_END = regex.compile(r"[\p{L}\p{N}]", regex.REVERSE)
 _DIGIT = regex.compile(r"\d")
 # Punctuation a sentence normally contains; everything else that is not a letter, mark, digit or
@@ -293,7 +298,7 @@ def _compile_signals():
     flags = cached_arrays(key, lambda: {"flags": character_flags()})["flags"]
     computer = _quality_signals.SignalComputer(
         flags, POLICY_SUBSTRINGS, JAVASCRIPT, LOREM_IPSUM, C4_MIN_WORDS_PER_LINE,
-        C4_MAX_WORD_LENGTH, FINEWEB_SHORT_LINE_CHARS, TOP_NGRAMS, DUP_NGRAMS)
+        C4_MAX_WORD_LENGTH, FINEWEB_SHORT_LINE_CHARS, TOP_NGRAMS, DUP_NGRAMS, DOUBLED_FULL_STOP)
     return tuple(compute_signals_reference("")), computer
 
 
@@ -313,7 +318,7 @@ def compute_signals_reference(text: str, stop_words: Optional[FrozenSet[str]] = 
         n_sentences += sentences
         bullets += line.startswith(("•", "-"))
         ellipsis_lines += line.endswith(("...", "…"))
-        punct_lines += line.rstrip(_CLOSING).endswith(_TERMINAL_TUPLE)
+        punct_lines += line.rstrip(_CLOSING).endswith(_LINE_END_PUNCTUATION)
         short_lines += len(line) <= FINEWEB_SHORT_LINE_CHARS
         lower = line.lower()
         javascript = JAVASCRIPT in lower
