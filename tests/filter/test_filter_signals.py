@@ -128,6 +128,15 @@ def test_two_ethiopic_wordspaces_are_a_full_stop():
     assert compute_signals("\n".join([line] * 3))["c4_sentences"] == 6
 
 
+def test_a_short_line_is_measured_in_display_columns():
+    """FineWeb's 30-character short line, with a wide character (Han, kana, Hangul) taking two columns: a
+    17-character Chinese sentence is a full line, a 9-character one is short, Latin text is as before."""
+    lines = ["人人在各国境内有权自由迁徙和居住。", "人人有权享有国籍。", "Everyone has the right to a nationality.",
+             "Short line."]
+    assert compute_signals("\n".join(lines))["short_line_frac"] == 0.5
+    assert compute_signals("ｶﾀｶﾅ" * 7)["short_line_frac"] == 1.0  # halfwidth katakana: one column each
+
+
 def test_empty_text_has_no_ratios():
     s = compute_signals("")
     assert s["n_words"] == 0 and s["n_chars"] == 0

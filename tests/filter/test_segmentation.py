@@ -6,7 +6,7 @@ import pytest
 
 from corpusmill.config import ConfigError, build
 from udfs.filter.rules import DocumentFilter, FilterConfig, language_signals
-from udfs.filter.segmentation import segmented_words, segmenter
+from udfs.filter.segmentation import SEGMENTED_CHARS, segmented_words, segmenter
 
 JAPANESE = "すべての人間は、生まれながらにして自由であり、かつ、尊厳と権利とについて平等である。"
 
@@ -17,6 +17,13 @@ def test_japanese_is_cut_into_unidic_short_units_without_punctuation():
         "尊厳", "と", "権利", "と", "に", "つい", "て", "平等", "で", "ある"]
     assert segmented_words("東京タワーに行った。\nTokyo Tower", "mecab") == [
         "東京", "タワー", "に", "行っ", "た", "tokyo", "tower"]
+
+
+def test_words_are_read_from_the_first_segmented_chars_of_a_document():
+    head = "中文" * (SEGMENTED_CHARS // 2)
+    assert segmented_words(head + "我们", "jieba") == segmented_words(head, "jieba")
+    assert "我们" in segmented_words("我们" + head, "jieba")
+    assert segmented_words("2024年，ABC 5G网络。", "jieba") == ["年", "abc", "5g", "网络"]  # tokens with a letter
 
 
 def test_the_segmenter_is_made_once_per_worker():

@@ -37,6 +37,7 @@ cdef enum:
     CLOSING = 1 << 12       # closing quotes and brackets
     FULL_WIDTH_END = 1 << 13  # CJK terminal punctuation that needs no space after it
     WORD_SEPARATOR = 1 << 14  # a word separator other than a space (C4's words per line)
+    WIDE = 1 << 15          # East Asian Wide or Fullwidth: two columns of a line's width
 
 cdef uint64_t HASH_BASE = 1000003  # the reference's n-gram polynomial multiplier
 cdef uint64_t FNV_OFFSET = 0xCBF29CE484222325
@@ -417,7 +418,7 @@ cdef class SignalComputer:
 
     cdef tuple _lines(self, str text, const Py_UCS4* buf, unsigned char* lowered, Py_ssize_t n, Span* spans):
         """Stores the stripped non-blank lines in ``spans``; returns their number and the per-line counts."""
-        cdef Py_ssize_t a = 0, b, e, i, n_lines = 0, line_words, longest_word, word_start, length
+        cdef Py_ssize_t a = 0, b, e, i, n_lines = 0, line_words, longest_word, word_start, length, wide
         cdef Py_ssize_t sentences, all_sentences = 0, c4_sentences = 0, unsegmented_len = 0
         cdef Py_ssize_t bullets = 0, ellipsis_lines = 0, punct_lines = 0, short_lines = 0
         cdef Py_ssize_t javascript_lines = 0, policy_lines = 0
@@ -452,12 +453,12 @@ cdef class SignalComputer:
                 b -= 1
             punct_lines += b > i and ((self.f(buf[b - 1]) & TERMINAL) != 0 or (
                 b - 1 > i and buf[b - 1] == self.doubled_full_stop and buf[b - 2] == self.doubled_full_stop))
-            short_lines += length <= self.short_line_chars
             # Lower-cased ASCII copy of the line for the substring checks; a character whose
             # lower case holds ASCII (KELVIN SIGN) sends the line to str.lower() instead.
             needs_lower = False
             line_words = longest_word = 0
             word_start = -1
+            wide = 0
             for b in range(i, e):
                 c = buf[b]
                 if c < 128:
@@ -466,6 +467,7 @@ cdef class SignalComputer:
                     lowered[b] = 0x80
                     if self.f(c) & LOWER_TO_ASCII:
                         needs_lower = True
+                    wide += (self.f(c) & WIDE) != 0
                 if self.f(c) & (PY_SPACE | WORD_SEPARATOR):
                     if word_start >= 0:
                         longest_word = max(longest_word, b - word_start)
@@ -475,6 +477,7 @@ cdef class SignalComputer:
                     line_words += 1
             if word_start >= 0:
                 longest_word = max(longest_word, e - word_start)
+            short_lines += length + wide <= self.short_line_chars
             if needs_lower:
                 lower = text[i:e].lower()
                 javascript = self.javascript in lower

@@ -104,7 +104,10 @@ C4_MIN_WORDS_PER_LINE = 3
 WORD_SEPARATORS = "\u1361"
 _WORD_SEPARATOR_TO_SPACE = str.maketrans(dict.fromkeys(WORD_SEPARATORS, " "))
 C4_MAX_WORD_LENGTH = 1000
+# FineWeb's short line, in display columns: a wide or fullwidth character (Han, kana, Hangul) takes two,
+# as on a screen, so that a line of 17 Chinese characters, a whole sentence, is not short.
 FINEWEB_SHORT_LINE_CHARS = 30
+_WIDE_CHAR = regex.compile(r"[\p{East_Asian_Width=Wide}\p{East_Asian_Width=Fullwidth}]")
 TOP_NGRAMS = (2, 3, 4)
 DUP_NGRAMS = (5, 6, 7, 8, 9, 10)
 # Multiplier of the polynomial n-gram hash (odd, so it is invertible mod 2**64).
@@ -162,6 +165,7 @@ CHAR_CLASSES = (
     ("closing", _CLOSING_CHAR),
     ("full_width_end", _FULL_WIDTH_END_CHAR),
     ("word_separator", f"[{WORD_SEPARATORS}]"),
+    ("wide", _WIDE_CHAR.pattern),
 )
 
 
@@ -319,7 +323,7 @@ def compute_signals_reference(text: str, stop_words: Optional[FrozenSet[str]] = 
         bullets += line.startswith(("•", "-"))
         ellipsis_lines += line.endswith(("...", "…"))
         punct_lines += line.rstrip(_CLOSING).endswith(_LINE_END_PUNCTUATION)
-        short_lines += len(line) <= FINEWEB_SHORT_LINE_CHARS
+        short_lines += len(line) + len(_WIDE_CHAR.findall(line)) <= FINEWEB_SHORT_LINE_CHARS
         lower = line.lower()
         javascript = JAVASCRIPT in lower
         policy = any(p in lower for p in POLICY_SUBSTRINGS)
