@@ -45,8 +45,10 @@ _LETTER = regex.compile(r"\p{L}")
 _NOT_LANGUAGE = regex.compile(r"[\p{P}\p{S}\p{N}]+")
 _LABEL_PREFIX = "__label__"
 # CLD2 reads a document's first 2,000 characters (~300 words), the size its answers were measured on, at
-# a bounded cost.
+# a bounded cost. Confirming a sure tag, which it does for nearly every document, it reads the first
+# 1,000: half the cost, and on held-out UDHR documents 4 in 1,383 are doubted otherwise.
 _CLD2_MAX_CHARS = 2000
+_CLD2_CONFIRM_CHARS = 1000
 # CLD2's labels that name no language: unknown, a script only ("xx-Latn"), its internal test languages.
 _CLD2_NO_LANGUAGE = ("un", "xx", "zz", "tlh")
 # The languages CLD2 can name, as ISO 639-3 (its table lists more languages than it detects).
@@ -167,7 +169,7 @@ class LanguageIdentifier:
                         second = iso639_3(answer[0])
                         code, score = second, max(answer[1], score) if second == code else answer[1]
                 elif self.second_opinion_below and code in CLD2_LANGUAGES:
-                    answer = cld2_answer(text[:_CLD2_MAX_CHARS])
+                    answer = cld2_answer(text[:_CLD2_CONFIRM_CHARS])
                     doubted = answer is None or iso639_3(answer[0]) != code
             tags.lang.append(two_letter(code))
             tags.doubted.append(doubted)
