@@ -426,7 +426,7 @@ def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: 
     write_info(out_dir, info)
     training = {"settings": asdict(settings), "data_settings": asdict(data_settings), "device": device,
                 "history": history, "best_valid_loss": round(best_loss, 5), "train_s": round(train_s, 1),
-                "wall_s": round(time.time() - started, 1), "command": " ".join(sys.argv),
+                "wall_s": round(time.time() - started, 1), "command": " ".join(["python -m scoring_service", *sys.argv[1:]]),
                 "trained_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}
     with open(os.path.join(out_dir, CARD), "w", encoding="utf-8") as fh:
         fh.write(model_card(info, data, training, notes))
