@@ -358,6 +358,16 @@ def auc(clean: np.ndarray, made: np.ndarray) -> float:
     return float(((c > m).sum() + 0.5 * (c == m).sum()) / (c.size * m.size))
 
 
+def separable(clean: np.ndarray, shuffled: np.ndarray, chain: np.ndarray) -> bool:
+    """Whether some threshold of the score alone meets the targets on these documents: an upper bound
+    on a threshold of the language's own (it is chosen on the documents it is judged on)."""
+    for threshold in np.unique(np.concatenate([clean, shuffled, chain])):
+        if ((clean >= threshold).mean() >= TARGETS["clean"] and (shuffled < threshold).mean() >= TARGETS["shuffled"]
+                and (chain < threshold).mean() >= TARGETS["chain"]):
+            return True
+    return False
+
+
 def per_language(rows: List[dict], scores: np.ndarray, outcome: Dict[str, str]) -> List[dict]:
     by_sample: Dict[str, List[int]] = defaultdict(list)
     for i, row in enumerate(rows):
@@ -373,6 +383,7 @@ def per_language(rows: List[dict], scores: np.ndarray, outcome: Dict[str, str]) 
             verdicts = [outcome.get(rows[i]["id"], "missing") for i in ids]
             result[f"kept_{kind}"] = sum(v == "kept" for v in verdicts) / len(verdicts)
             result[f"filter_rejected_{kind}"] = sum(v.startswith("filter:") for v in verdicts) / len(verdicts)
+        result["separable"] = separable(clean_scores, scores[of_kind["shuffled"]], scores[of_kind["chain"]])
         result["passes"] = (result["kept_clean"] >= TARGETS["clean"]
                             and 1 - result["kept_shuffled"] >= TARGETS["shuffled"]
                             and 1 - result["kept_chain"] >= TARGETS["chain"])
@@ -392,6 +403,7 @@ def summary(results: List[dict], group: str) -> str:
             f"({sum(r['passes'] for r in chosen) / len(chosen):.0%}) keep >= 90% clean, reject >= 90% shuffled "
             f"and >= 80% chain; of the {len(judged)} whose clean text the filter passes: "
             f"{sum(r['passes'] for r in judged)} ({sum(r['passes'] for r in judged) / max(len(judged), 1):.0%})"
+            f" | score separable by a threshold of the language's own (a bound): {sum(r['separable'] for r in chosen)}"
             f" | median AUC shuffled {median['auc_shuffled']:.2f}, chain {median['auc_chain']:.2f}, "
             f"template {median['auc_template']:.2f} | median kept: clean {median['kept_clean']:.0%}, shuffled "
             f"{median['kept_shuffled']:.0%}, chain {median['kept_chain']:.0%}, template {median['kept_template']:.0%}")

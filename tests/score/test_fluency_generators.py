@@ -3,7 +3,7 @@ of its source and what it changes."""
 import random
 from collections import Counter
 
-from bench.quality.fluency_eval import Language, chain_text, sentences, shuffled, template_text, words
+from bench.quality.fluency_eval import Language, chain_text, sentences, separable, shuffled, template_text, words
 from tools.fixtures.udhr import is_held_out, is_held_out_language
 
 OTHER = ["All human beings are born free and equal in dignity and rights.",
@@ -46,3 +46,12 @@ def test_the_held_out_rule():
     assert is_held_out_language("eng") and not is_held_out_language("deu")
     assert is_held_out("deu", 23) and is_held_out("deu", 30) and not is_held_out("deu", 22)
     assert not is_held_out("deu", None) and is_held_out("eng", None)
+
+
+def test_a_score_is_separable_when_one_threshold_meets_every_target():
+    import numpy as np
+
+    clean, shuffled_scores = np.array([0.9, 0.8, 0.95]), np.array([0.1, 0.2, 0.3])
+    assert separable(clean, shuffled_scores, np.array([0.5, 0.6, 0.7]))
+    # a chain above the cleanest document: no threshold rejects 80 % of chains and keeps 90 % of clean
+    assert not separable(clean, shuffled_scores, np.array([0.5, 0.97, 0.99]))

@@ -17,8 +17,9 @@ last: a document whose n-gram LM perplexity (``udfs/filter/perplexity.py``) is a
 Rules in every language: what is keyed by a document's language (its stop-word list, a rule's
 ``by_language`` thresholds or ``languages``, perplexity) applies only when the tag is confident
 (``language.confident_min_score``) and not doubted by CLD2 (``udfs/filter/langid.py``): ``lang_confident``.
-Any other document is judged by the rules' own ``min``/``max`` only. ``corpusmill derive-thresholds`` (``udfs/filter/thresholds.py``) writes the
-per-language thresholds and stop words; ``conf/presets/languages.yaml`` is the shipped set.
+Any other document is judged by the rules' own ``min``/``max`` only. ``corpusmill derive-thresholds``
+(``udfs/filter/thresholds.py``) writes the per-language thresholds and stop words;
+``conf/presets/languages.yaml`` is the shipped set.
 
 A document's outcome is the first rule it fails, in table order (``reject_rule``) with the measured
 value (``reject_value``, a double: booleans are 1.0, the language rules report ``lang_score``);
