@@ -3,14 +3,13 @@ words, mean word length) in a document confidently tagged in such a language.
 
 The quality signals count one word per character in those scripts (``udfs/filter/quality.py``), which
 keeps length and repetition rules meaningful; stop words and word length need real words. Segmenters
-(``filter.word_segmentation``: language -> segmenter), each a PyPI package shipping its dictionary, with
-the characters ``segmented_words`` gets through per CPU second on its language's whole UDHR (jpn,
-cmn_hans, tha; the segmenter already made):
+(``filter.word_segmentation``: language -> segmenter), each a PyPI package shipping its dictionary (their
+cost: ``python -m bench.speed.segmentation_bench``):
 
-- ``jieba``: jieba's dictionary and HMM in Rust (``rjieba``), about 2.3 M characters/s;
-- ``mecab``: MeCab (``fugashi``) with UniDic's short units (``unidic-lite``), about 1.0 M characters/s;
-- ``newmm``: PyThaiNLP's dictionary maximal matching over Thai character clusters, about 0.39 M
-  characters/s, so only Thai-tagged documents pay for it.
+- ``jieba``: jieba's dictionary and HMM in Rust (``rjieba``);
+- ``mecab``: MeCab (``fugashi``) with UniDic's short units (``unidic-lite``);
+- ``newmm``: PyThaiNLP's dictionary maximal matching over Thai character clusters, the costliest per
+  character, so only Thai-tagged documents pay for it.
 """
 from __future__ import annotations
 
