@@ -100,8 +100,9 @@ JAVASCRIPT = "javascript"
 LOREM_IPSUM = "lorem ipsum"
 C4_MIN_WORDS_PER_LINE = 3
 # Word separators other than spaces, which C4's words per line are split at too: the Ethiopic wordspace
-# (U+1361), with which Ge'ez-script text (Amharic, Tigrinya) may separate its words without any space.
-WORD_SEPARATORS = "\u1361"
+# (the character whose doubling is a full stop above), with which Ge'ez-script text may separate its words
+# without any space.
+WORD_SEPARATORS = DOUBLED_FULL_STOP
 _WORD_SEPARATOR_TO_SPACE = str.maketrans(dict.fromkeys(WORD_SEPARATORS, " "))
 C4_MAX_WORD_LENGTH = 1000
 # FineWeb's short line, in display columns: a wide or fullwidth character (Han, kana, Hangul) takes two,
