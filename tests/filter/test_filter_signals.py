@@ -109,6 +109,15 @@ def test_every_scripts_sentence_terminal_ends_a_sentence_and_a_line():
     assert set(every_terminal) <= set(TERMINAL_PUNCTUATION) and len(every_terminal) > 150
 
 
+def test_a_tibetan_shad_ends_a_sentence_and_a_line():
+    """Tibetan and Dzongkha close a sentence with a shad (།), which Sentence_Terminal leaves out; the
+    tsheg (་) between syllables ends none."""
+    dzongkha = "མི་ག་ར་ཡང་ཆ་འཇོག་དང་ཐོབ་དབང་ལུ་ཆ་མཉམ་སྦེ་སྐྱེཝ་ཨིན། ཁོང་ལུ་ཤེས་རབ་ཡོདཔ་ཨིན།"
+    assert count_sentences(dzongkha) == 2
+    assert compute_signals(f"{dzongkha}\n{dzongkha[:-1]}")["punct_line_frac"] == 0.5
+    assert count_sentences(dzongkha.replace("།", "")) == 1  # one unterminated sentence
+
+
 def test_c4_counts_the_words_of_a_line_between_ethiopic_wordspaces():
     """Amharic written with the wordspace (፡) and no space: each line is a sentence of many words, as the
     same line with spaces is (C4 counts sentences on lines of three words or more)."""

@@ -76,22 +76,33 @@ YANOMAMO = ("Enaha thë puhi taeo kuaai, wã rëamai thë, peheti he usukuwë th
 
 
 def test_a_sure_tag_the_second_model_does_not_confirm_is_doubted(identifier):
-    """lid.176 picks the nearest of its labels, surely, for a language it lacks; CLD2 knows Amharic and
-    Albanian and does not find them in the text: the tag stays, doubted. Where CLD2 confirms (English,
-    Chinese) or lacks the language named (Ilocano), or is not asked (lid.176 alone), nothing is doubted."""
-    tags = identifier.identify([TIGRINYA, YANOMAMO, ENGLISH, CHINESE])
-    assert tags.lang == ["am", "sq", "en", "zh"] and min(tags.lang_score) >= 0.8
-    assert tags.doubted == [True, True, False, False]
-    assert "ilo" not in CLD2_LANGUAGES and {"amh", "als", "eng", "cmn", "tir"} <= CLD2_LANGUAGES
-    alone = LanguageIdentifier(None, 5000, second_opinion_below=0.0).identify([TIGRINYA, YANOMAMO])
-    assert alone.doubted == [False, False]
+    """lid.176 picks the nearest of its labels, surely, for a language it lacks; CLD2 knows Albanian and
+    does not find it in Yanomamö text (nor any language it knows): the tag stays, doubted. Where CLD2
+    confirms (English, Chinese) or lacks the language named (Ilocano), or is not asked (lid.176 alone),
+    nothing is doubted."""
+    tags = identifier.identify([YANOMAMO, ENGLISH, CHINESE])
+    assert tags.lang == ["sq", "en", "zh"] and min(tags.lang_score) >= 0.8
+    assert tags.doubted == [True, False, False]
+    assert "ilo" not in CLD2_LANGUAGES and {"als", "eng", "cmn"} <= CLD2_LANGUAGES
+    alone = LanguageIdentifier(None, 5000, second_opinion_below=0.0).identify([YANOMAMO])
+    assert alone.doubted == [False]
+
+
+def test_a_sure_tag_gives_way_to_a_language_only_the_second_model_knows(identifier):
+    """lid.176 has no Tigrinya and is sure the text is Amharic; CLD2 reliably names Tigrinya, which lid.176
+    cannot: its answer is the tag, not doubted. Alone, lid.176 says Amharic."""
+    assert "tir" in identifier.only_cld2_names and "amh" not in identifier.only_cld2_names
+    tags = identifier.identify([TIGRINYA])
+    assert (tags.lang, tags.lang_script, tags.doubted) == (["ti"], ["tir_Ethi"], [False])
+    assert 0.5 < tags.lang_score[0] <= 1.0
+    assert LanguageIdentifier(None, 5000, second_opinion_below=0.0).identify([TIGRINYA]).lang == ["am"]
 
 
 def test_a_doubted_tag_is_not_confident():
-    """The rules keyed by language do not judge a document in a doubted tag: Tigrinya is not held to
-    Amharic's stop words."""
-    columns = DocumentFilter(FilterConfig()).apply([TIGRINYA, ENGLISH])
-    assert columns["lang"] == ["am", "en"] and columns["lang_confident"] == [False, True]
+    """The rules keyed by language do not judge a document in a doubted tag: Yanomamö is not held to
+    Albanian's stop words."""
+    columns = DocumentFilter(FilterConfig()).apply([YANOMAMO, ENGLISH])
+    assert columns["lang"] == ["sq", "en"] and columns["lang_confident"] == [False, True]
     assert columns["stop_words"][0] is None
 
 

@@ -89,6 +89,23 @@ def test_arpa_round_trip_and_vectorised_scoring_match_the_reference(name, tmp_pa
     assert vectorised.token_scores(test) == pytest.approx(reference, abs=1e-9)
 
 
+def test_a_model_missing_an_n_grams_suffix_is_searched_at_every_order():
+    """The compiled scorer stops at the first order it misses only in a suffix-closed model (estimated
+    models are). An ARPA file may lack a suffix, here the bigram (b c) of the trigram (a b c): that model
+    is searched at every order and still scores as the textbook walk, and (a b c) is found."""
+    model = estimate(toy_sentences(), order=3, min_count=2)
+    assert NgramModel(model).suffix_closed
+    assert ("a", "b", "c") in model.ngrams[2] and ("b", "c") in model.ngrams[1]
+    del model.ngrams[1][("b", "c")]
+    tables = NgramModel(model)
+    assert not tables.suffix_closed
+    test = toy_sentences(seed=2, n=50) + [["a", "b", "c"], ["x", "a", "b", "c", "a"]]
+    reference = [logprob(model, [BOS] + s[:i], w) for s in test for i, w in enumerate(s + [EOS])]
+    assert tables.token_scores(test) == pytest.approx(reference, abs=1e-9)
+    assert np.array_equal(tables.token_scores(test), tables.token_scores_reference(test))
+    assert tables.token_scores([["a", "b", "c"]])[2] == pytest.approx(model.ngrams[2][("a", "b", "c")][0])
+
+
 def assert_same_tables(loaded, reference):
     assert list(loaded.vocab.items()) == list(reference.vocab.items())
     assert (loaded.order, loaded.unk, loaded.bos, loaded.eos) == (reference.order, reference.unk, reference.bos, reference.eos)

@@ -147,8 +147,11 @@ cdef class NgramTables:
     """Per order, the model's n-gram hashes (as ``udfs.filter.ngram_lm.hash_ngrams`` makes them) in an
     open-addressing hash table at most half full, with each slot's log10 probability and backoff in
     arrays beside it (read only on a hit, so a miss touches one array). Unigram keys are word id + 1,
-    so they take the slot of their own value: a lookup without a collision."""
+    so they take the slot of their own value: a lookup without a collision. In a ``suffix_closed`` model
+    (every n-gram's last n - 1 words are an n-gram of it too, as Kneser-Ney estimation leaves them), a
+    position's search stops at the first order it misses: no longer n-gram can end there."""
     cdef int order
+    cdef bint suffix_closed
     cdef uint64_t** keys  # per order; 0 marks an empty slot (no model n-gram hashes to 0: checked)
     cdef double** logp
     cdef double** bow
@@ -158,13 +161,15 @@ cdef class NgramTables:
     cdef dict vocab
     cdef Py_ssize_t unk, bos, eos
 
-    def __cinit__(self, keys, logp, bow, powers, dict vocab, Py_ssize_t unk, Py_ssize_t bos, Py_ssize_t eos):
+    def __cinit__(self, keys, logp, bow, powers, dict vocab, Py_ssize_t unk, Py_ssize_t bos, Py_ssize_t eos,
+                  bint suffix_closed):
         cdef int n, bits
         cdef Py_ssize_t i, count, size
         cdef uint64_t key, slot
         cdef const uint64_t[::1] k
         cdef const double[::1] p, b
         self.order = len(keys)
+        self.suffix_closed = suffix_closed
         self.vocab = vocab
         self.unk, self.bos, self.eos = unk, bos, eos
         self.keys = <uint64_t**>calloc(self.order, sizeof(uint64_t*))
@@ -249,7 +254,7 @@ cdef class NgramTables:
         cdef Py_ssize_t* current = <Py_ssize_t*>malloc(self.order * sizeof(Py_ssize_t))
         cdef Py_ssize_t* previous = <Py_ssize_t*>malloc(self.order * sizeof(Py_ssize_t))
         cdef Py_ssize_t* swap
-        cdef int n, orders, longest
+        cdef int n, m, orders, longest
         cdef uint64_t key
         cdef double logprob
         if ids == NULL or current == NULL or previous == NULL:
@@ -277,6 +282,10 @@ cdef class NgramTables:
                         if slot >= 0:
                             logprob = self.logp[n][slot]
                             longest = n + 1
+                        elif self.suffix_closed:
+                            for m in range(n + 1, orders):
+                                current[m] = -1
+                            break
                     if j > 0:  # <s> is given, not predicted
                         for n in range(min(self.order - 1, j)):  # backoffs of the longer contexts missed
                             slot = previous[n]

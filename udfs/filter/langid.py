@@ -6,8 +6,10 @@ lid.176 reads every document; where its probability is below ``language.second_o
 (``pycld2``, Google's Compact Language Detector 2, whose tables are compiled into the wheel) reads it
 too, and its answer is taken when it is reliable, as CLD2 judges it, with CLD2's share of the text in
 that language as ``lang_score`` (the higher of the two where both name the same language). Where lid.176
-is sure, CLD2 reads the text too if it knows the language lid.176 names: a tag CLD2 does not reliably
-confirm is ``doubted`` (kept, but the rules keyed by language do not judge the document in it). lid.176's
+is sure, CLD2 reads the text too if it knows the language lid.176 names: where CLD2 reliably names a
+language lid.176 has no label for (Dzongkha read as Tibetan), its answer is the tag; any other tag CLD2
+does not reliably confirm is ``doubted`` (kept, but the rules keyed by language do not judge the
+document in it). lid.176's
 probability is a choice among its 176 labels, so text in a language it lacks may get a sure tag of the
 nearest one (Yanomamö as Albanian, Tigrinya as Amharic); a second model that knows the named language
 and does not recognise it in the text is evidence of that. On UDHR
@@ -76,7 +78,12 @@ class FastTextPredictor:
     def __init__(self, path: str):
         import fasttext
 
-        self.predict_line = fasttext.load_model(path).f.predict
+        self.model = fasttext.load_model(path)
+        self.predict_line = self.model.f.predict
+
+    @property
+    def labels(self) -> List[str]:
+        return self.model.get_labels()
 
     def predict(self, line: str) -> Optional[Tuple[str, float]]:
         found = self.predict_line(line, 1, 0.0, "replace")
@@ -135,6 +142,10 @@ class LanguageIdentifier:
         self.max_chars = max_chars or None
         self.fasttext_line = _fasttext_line()
         self.second_opinion_below = second_opinion_below
+        # CLD2's languages the model has no label for: a sure tag of another language cannot be right
+        # where CLD2 reliably names one of these, and CLD2's answer is taken instead.
+        self.only_cld2_names = CLD2_LANGUAGES - {iso639_3(label[len(_LABEL_PREFIX):])
+                                                 for label in self.classifier.labels}
 
     @classmethod
     def from_config(cls, cfg) -> "LanguageIdentifier":
@@ -152,8 +163,9 @@ class LanguageIdentifier:
 
     def identify(self, texts: List[str]) -> LanguageTags:
         """The language of each text (``und`` for a text without a letter): lid.176's, or CLD2's where
-        lid.176 is below ``second_opinion_below`` and CLD2 is reliably sure; lid.176's sure answers
-        are ``doubted`` where CLD2 knows their language and does not reliably name it."""
+        lid.176 is below ``second_opinion_below`` and CLD2 is reliably sure, or where lid.176 is sure and
+        CLD2 reliably names a language lid.176 lacks; lid.176's other sure answers are ``doubted`` where
+        CLD2 knows their language and does not reliably name it."""
         predict = self.classifier.predict
         tags = LanguageTags([], [], [], [])
         for text in texts:
@@ -170,7 +182,11 @@ class LanguageIdentifier:
                         code, score = second, max(answer[1], score) if second == code else answer[1]
                 elif self.second_opinion_below and code in CLD2_LANGUAGES:
                     answer = cld2_answer(text[:_CLD2_CONFIRM_CHARS])
-                    doubted = answer is None or iso639_3(answer[0]) != code
+                    second = iso639_3(answer[0]) if answer is not None else None
+                    if second in self.only_cld2_names:
+                        code, score = second, answer[1]
+                    else:
+                        doubted = second != code
             tags.lang.append(two_letter(code))
             tags.doubted.append(doubted)
             tags.lang_script.append(language_script_tag(code, script_of(text)))

@@ -231,12 +231,17 @@ class NgramModel:
         self.keys: List[np.ndarray] = []
         self.logp: List[np.ndarray] = []
         self.bow: List[np.ndarray] = []
+        self.suffix_closed = True
         for n, (ids, logp, bow) in enumerate(orders, 1):
             keys = hash_ngrams(ids)
             sort = np.argsort(keys, kind="stable")
             keys = keys[sort]
             if len(keys) > 1 and np.any(keys[1:] == keys[:-1]):
                 raise ValueError(f"hash collision among the {n}-grams; cannot index this model")
+            if n > 1 and len(ids):
+                suffixes, lower = hash_ngrams(ids[:, 1:]), self.keys[-1]
+                self.suffix_closed &= bool(np.all(lower[np.minimum(np.searchsorted(lower, suffixes), len(lower) - 1)]
+                                                  == suffixes))
             self.keys.append(keys)
             self.logp.append(logp[sort])
             self.bow.append(bow[sort])
@@ -245,7 +250,7 @@ class NgramModel:
     def _build_tables(self) -> None:
         self.tables = _ngram_lm.NgramTables(self.keys, self.logp, self.bow,
                                             [_power(n) for n in range(self.order)],
-                                            self.vocab, self.unk, self.bos, self.eos)
+                                            self.vocab, self.unk, self.bos, self.eos, self.suffix_closed)
 
     @classmethod
     def load(cls, path: str) -> "NgramModel":
@@ -253,7 +258,7 @@ class NgramModel:
         (``udfs/common/table_cache.py``, keyed by the file's SHA-256) after the first worker on a machine
         has read the file, which takes far longer than reading the cached arrays."""
         model = cls.__new__(cls)
-        model._adopt(cached_arrays(f"ngram-model-v1:{file_digest(path)}", lambda: cls.read(path)._arrays()))
+        model._adopt(cached_arrays(f"ngram-model-v2:{file_digest(path)}", lambda: cls.read(path)._arrays()))
         return model
 
     @classmethod
@@ -278,8 +283,9 @@ class NgramModel:
 
     def _arrays(self) -> Dict[str, np.ndarray]:
         """The indexed model as arrays: the words in id order (one per line, UTF-8), then per order
-        its sorted hashes, log10 probs and backoffs."""
-        arrays = {"words": np.frombuffer("\n".join(self.vocab).encode("utf-8"), dtype=np.uint8)}
+        its sorted hashes, log10 probs and backoffs, and whether every n-gram's suffix is in the model."""
+        arrays = {"words": np.frombuffer("\n".join(self.vocab).encode("utf-8"), dtype=np.uint8),
+                  "suffix_closed": np.array([self.suffix_closed])}
         for n in range(self.order):
             arrays.update({f"keys{n}": self.keys[n], f"logp{n}": self.logp[n], f"bow{n}": self.bow[n]})
         return arrays
@@ -292,6 +298,7 @@ class NgramModel:
         self.keys = [arrays[f"keys{n}"] for n in range(self.order)]
         self.logp = [arrays[f"logp{n}"] for n in range(self.order)]
         self.bow = [arrays[f"bow{n}"] for n in range(self.order)]
+        self.suffix_closed = bool(arrays["suffix_closed"][0])
         self._build_tables()
 
     def ids(self, tokens: Sequence[str]) -> List[int]:

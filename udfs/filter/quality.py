@@ -69,9 +69,13 @@ _NON_ALPHA_WORD = regex.compile(r"(?<!\S)[^\s\p{L}]+(?!\S)")
 # Sentence-final punctuation, as in FineWeb's "line ends in punctuation" (closing quotes/brackets after it
 # may follow): Unicode's Sentence_Terminal property, so that every script's full stop counts (the Khmer
 # khan, Chakma and Balinese dandas, Javanese pada lingsa ...). Planes 0 and 1 hold every script's letters
-# and punctuation (planes 2 and 3 are Han ideographs, the rest tags and private use).
+# and punctuation (planes 2 and 3 are Han ideographs, the rest tags and private use). Tibetan and
+# Dzongkha end a sentence with a shad (U+0F0D..U+0F12), which the property leaves out because a shad
+# also closes a clause; a line of Tibetan prose ends in one all the same.
 _SCRIPT_PLANES_END = 0x20000
-TERMINAL_PUNCTUATION = "".join(regex.findall(r"\p{Sentence_Terminal}", "".join(map(chr, range(_SCRIPT_PLANES_END)))))
+_TIBETAN_SHADS = "".join(map(chr, range(0x0F0D, 0x0F13)))
+TERMINAL_PUNCTUATION = "".join(regex.findall(r"\p{Sentence_Terminal}", "".join(map(chr, range(_SCRIPT_PLANES_END))))
+                               ) + _TIBETAN_SHADS
 _TERMINAL_TUPLE = tuple(TERMINAL_PUNCTUATION)
 # A sentence ends at terminal punctuation (plus closing quotes/brackets) before a space or the end
 # of the line, or at full-width CJK terminal punctuation, which needs no space after it.
