@@ -150,6 +150,14 @@ def shipped_file(section: str) -> Path:
     return own if own.exists() else LOCAL_CONFIG
 
 
+@functools.lru_cache(maxsize=None)
+def _shipped_yaml(file: Path) -> dict:
+    """A shipped file as ``read_yaml`` reads it, parsed once per process: the config classes of one
+    stage all take their defaults from the same file (the filter's includes its per-language preset).
+    Read only: ``defaults_from_yaml`` copies what it takes."""
+    return read_yaml(file)
+
+
 def defaults_from_yaml(section: str, *path: str) -> Callable[[type], type]:
     """Class decorator, beneath ``@dataclass``: every annotated field of the class gets its default
     from the shipped YAML's ``section`` (``path``: keys of a mapping inside it), so that a default
@@ -167,7 +175,7 @@ def defaults_from_yaml(section: str, *path: str) -> Callable[[type], type]:
         if written:
             raise TypeError(f"{cls.__name__}.{written[0]}: has a default in Python; its default is "
                             f"{where}.{written[0]} in {file.name}")
-        shipped = read_yaml(file).get(section)
+        shipped = _shipped_yaml(file).get(section)
         for key in path:
             shipped = shipped.get(key) if isinstance(shipped, dict) else None
         if not isinstance(shipped, dict):

@@ -140,21 +140,26 @@ def word_mask(list token_lists):
     return mask
 
 
+cdef struct Weights:  # a slot's log10 probability and backoff, read together
+    double logp
+    double bow
+
+
 cdef uint64_t SLOT_MULTIPLIER = 0x9E3779B97F4A7C15ULL  # Fibonacci hashing of a key to its slot
 
 
 cdef class NgramTables:
     """Per order, the model's n-gram hashes (as ``udfs.filter.ngram_lm.hash_ngrams`` makes them) in an
-    open-addressing hash table at most half full, with each slot's log10 probability and backoff in
-    arrays beside it (read only on a hit, so a miss touches one array). Unigram keys are word id + 1,
+    open-addressing hash table at most half full, with each slot's log10 probability and backoff side by
+    side in an array beside it (read only on a hit, so a miss touches the keys alone; the backoff of a
+    context is read where its probability was). Unigram keys are word id + 1,
     so they take the slot of their own value: a lookup without a collision. In a ``suffix_closed`` model
     (every n-gram's last n - 1 words are an n-gram of it too, as Kneser-Ney estimation leaves them), a
     position's search stops at the first order it misses: no longer n-gram can end there."""
     cdef int order
     cdef bint suffix_closed
     cdef uint64_t** keys  # per order; 0 marks an empty slot (no model n-gram hashes to 0: checked)
-    cdef double** logp
-    cdef double** bow
+    cdef Weights** weights
     cdef uint64_t* masks
     cdef int* shifts
     cdef uint64_t* powers
@@ -173,12 +178,11 @@ cdef class NgramTables:
         self.vocab = vocab
         self.unk, self.bos, self.eos = unk, bos, eos
         self.keys = <uint64_t**>calloc(self.order, sizeof(uint64_t*))
-        self.logp = <double**>calloc(self.order, sizeof(double*))
-        self.bow = <double**>calloc(self.order, sizeof(double*))
+        self.weights = <Weights**>calloc(self.order, sizeof(Weights*))
         self.masks = <uint64_t*>malloc(self.order * sizeof(uint64_t))
         self.shifts = <int*>malloc(self.order * sizeof(int))
         self.powers = <uint64_t*>malloc(self.order * sizeof(uint64_t))
-        if (self.keys == NULL or self.logp == NULL or self.bow == NULL or self.masks == NULL
+        if (self.keys == NULL or self.weights == NULL or self.masks == NULL
                 or self.shifts == NULL or self.powers == NULL):
             raise MemoryError()
         for n in range(self.order):
@@ -192,9 +196,8 @@ cdef class NgramTables:
             self.masks[n] = size - 1
             self.shifts[n] = 64 - bits
             self.keys[n] = <uint64_t*>calloc(size, sizeof(uint64_t))
-            self.logp[n] = <double*>calloc(size, sizeof(double))
-            self.bow[n] = <double*>calloc(size, sizeof(double))
-            if self.keys[n] == NULL or self.logp[n] == NULL or self.bow[n] == NULL:
+            self.weights[n] = <Weights*>calloc(size, sizeof(Weights))
+            if self.keys[n] == NULL or self.weights[n] == NULL:
                 raise MemoryError()
             for i in range(count):
                 key = k[i]
@@ -204,21 +207,18 @@ cdef class NgramTables:
                 while self.keys[n][slot] != 0:
                     slot = (slot + 1) & self.masks[n]
                 self.keys[n][slot] = key
-                self.logp[n][slot] = p[i]
-                self.bow[n][slot] = b[i]
+                self.weights[n][slot].logp = p[i]
+                self.weights[n][slot].bow = b[i]
 
     def __dealloc__(self):
         cdef int n
         for n in range(self.order):  # free(NULL) is a no-op: tables not yet made are NULL (calloc)
             if self.keys != NULL:
                 free(self.keys[n])
-            if self.logp != NULL:
-                free(self.logp[n])
-            if self.bow != NULL:
-                free(self.bow[n])
+            if self.weights != NULL:
+                free(self.weights[n])
         free(self.keys)
-        free(self.logp)
-        free(self.bow)
+        free(self.weights)
         free(self.masks)
         free(self.shifts)
         free(self.powers)
@@ -280,7 +280,7 @@ cdef class NgramTables:
                         slot = self.find(n, key)
                         current[n] = slot
                         if slot >= 0:
-                            logprob = self.logp[n][slot]
+                            logprob = self.weights[n][slot].logp
                             longest = n + 1
                         elif self.suffix_closed:
                             for m in range(n + 1, orders):
@@ -290,7 +290,7 @@ cdef class NgramTables:
                         for n in range(min(self.order - 1, j)):  # backoffs of the longer contexts missed
                             slot = previous[n]
                             if slot >= 0 and longest <= n + 1:
-                                logprob += self.bow[n][slot]
+                                logprob += self.weights[n][slot].bow
                         scores[k] = logprob
                         k += 1
                     swap = previous
