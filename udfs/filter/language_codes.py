@@ -90,6 +90,7 @@ _SCRIPT_BY_NAME = {
 _SCRIPT_SAMPLE_CHARS = 300
 _NON_LATIN_LETTER = regex.compile(r"[^\P{L}\p{Latin}]")
 _LATIN_LETTER = regex.compile(r"\p{Latin}")
+_ASCII_LETTER = regex.compile(r"[A-Za-z]")
 
 
 class _ScriptOfLetter(dict):
@@ -112,7 +113,9 @@ def script_of(text: str) -> str:
     (``Zyyy`` when it has none): Chinese characters are ``Hani``, and with any kana among them ``Jpan``;
     Hangul is ``Hang``."""
     sample = text[:_SCRIPT_SAMPLE_CHARS]
-    if not _NON_LATIN_LETTER.search(sample):  # most of the web, answered without a count
+    if sample.isascii():  # most of the web: a flag of the string, no scan
+        return "Latn" if _ASCII_LETTER.search(sample) else "Zyyy"
+    if not _NON_LATIN_LETTER.search(sample):  # answered without a count
         return "Latn" if _LATIN_LETTER.search(sample) else "Zyyy"
     counts: Counter = Counter()
     for char, n in Counter(sample).items():  # each distinct character once
