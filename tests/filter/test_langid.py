@@ -12,7 +12,7 @@ import pytest
 
 from conftest import shared
 from udfs.filter._fasttext_hs import MAX_CACHED_WORDS, HsClassifier
-from udfs.filter.langid import FastTextPredictor, LanguageIdentifier, default_model_path, load_classifier
+from udfs.filter.langid import CLD2_LANGUAGES, FastTextPredictor, LanguageIdentifier, default_model_path, load_classifier
 
 
 @pytest.fixture(scope="module")
@@ -82,13 +82,14 @@ def test_a_model_it_does_not_read_is_refused_for_fasttext_to_read(tmp_path):
         HsClassifier.read(tmp_path / "old.bin")
 
 
-def dense_hs_model(path, words=("hello", "world", "bonjour"), labels=("a", "b", "c", "d"), dim=4, bucket=50):
+def dense_hs_model(path, words=("hello", "world", "bonjour"), labels=("a", "b", "c", "d"), dim=4, bucket=50, loss=1):
     """A small supervised hierarchical-softmax model file with dense matrices (as ``lid.176.bin`` has),
-    no pruning, random weights: fastText and the compiled classifier must read it alike."""
+    no pruning, random weights: fastText and the compiled classifier must read it alike. ``loss=3``
+    makes it a softmax model, which only fastText reads."""
     rng = np.random.default_rng(3)
     entries = [("</s>", 9, 0)] + [(w, 8 - i, 0) for i, w in enumerate(words)] + \
               [(f"__label__{l}", 20 - 3 * i, 1) for i, l in enumerate(labels)]
-    out = [struct.pack("<2i12id", 793712314, 12, dim, 5, 5, 1, 5, 1, 1, 3, bucket, 2, 3, 100, 1e-4),
+    out = [struct.pack("<2i12id", 793712314, 12, dim, 5, 5, 1, 5, 1, loss, 3, bucket, 2, 3, 100, 1e-4),
            struct.pack("<iiiqq", len(entries), len(words) + 1, len(labels), 100, -1)]
     out += [w.encode() + b"\0" + struct.pack("<qb", count, kind) for w, count, kind in entries]
     out.append(struct.pack("<?qq", False, len(words) + 1 + bucket, dim))
@@ -109,6 +110,16 @@ def test_a_dense_unpruned_model_gets_fasttexts_answers(tmp_path):
         line = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 12))) + rng.choice(["\n", ""])
         assert compiled.predict(line) == fasttext.predict(line), repr(line)
     assert {compiled.predict(w + "\n")[0] for w in vocabulary} <= {f"__label__{l}" for l in "abcd"}
+
+
+def test_a_model_fasttext_reads_gives_every_label_to_the_identifier(tmp_path):
+    """The identifier needs a model's labels (which of CLD2's languages it lacks): fastText's reader
+    gives a softmax model's, all of them."""
+    path = dense_hs_model(tmp_path / "softmax.bin", loss=3)
+    classifier = load_classifier(str(path))
+    assert isinstance(classifier, FastTextPredictor)
+    assert sorted(classifier.labels) == [f"__label__{label}" for label in "abcd"]
+    assert LanguageIdentifier(str(path), second_opinion_below=0.8).only_cld2_names == CLD2_LANGUAGES  # none of them
 
 
 def test_a_model_file_whose_parts_do_not_fit_is_refused_not_read_out_of_bounds(tmp_path):

@@ -80,12 +80,14 @@ class FastTextPredictor:
     def __init__(self, path: str):
         import fasttext
 
-        self.model = fasttext.load_model(path)
-        self.predict_line = self.model.f.predict
+        self.predict_line = fasttext.load_model(path).f.predict
 
     @property
     def labels(self) -> List[str]:
-        return self.model.get_labels()
+        """Every label of the model, as a prediction with k = -1 ranks them: all of a softmax model's (the
+        models this class serves; a hierarchical-softmax one, which ``HsClassifier`` reads, would leave
+        out those below fastText's 1e-5 floor)."""
+        return [label for _, label in self.predict_line("a\n", -1, 0.0, "replace")]
 
     def predict(self, line: str) -> Optional[Tuple[str, float]]:
         found = self.predict_line(line, 1, 0.0, "replace")
