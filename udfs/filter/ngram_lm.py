@@ -238,10 +238,8 @@ class NgramModel:
             keys = keys[sort]
             if len(keys) > 1 and np.any(keys[1:] == keys[:-1]):
                 raise ValueError(f"hash collision among the {n}-grams; cannot index this model")
-            if n > 1 and len(ids):
-                suffixes, lower = hash_ngrams(ids[:, 1:]), self.keys[-1]
-                self.suffix_closed &= bool(np.all(lower[np.minimum(np.searchsorted(lower, suffixes), len(lower) - 1)]
-                                                  == suffixes))
+            if n > 1 and len(ids):  # each n-gram's last n - 1 words among the order below's (indexed already)
+                self.suffix_closed &= bool(np.all(self._lookup(n - 1, hash_ngrams(ids[:, 1:]))[1]))
             self.keys.append(keys)
             self.logp.append(logp[sort])
             self.bow.append(bow[sort])

@@ -73,9 +73,9 @@ _NON_ALPHA_WORD = regex.compile(r"(?<!\S)[^\s\p{L}]+(?!\S)")
 # Dzongkha end a sentence with a shad (U+0F0D..U+0F12), which the property leaves out because a shad
 # also closes a clause; a line of Tibetan prose ends in one all the same.
 _SCRIPT_PLANES_END = 0x20000
+_SENTENCE_TERMINALS = "".join(regex.findall(r"\p{Sentence_Terminal}", "".join(map(chr, range(_SCRIPT_PLANES_END)))))
 _TIBETAN_SHADS = "".join(map(chr, range(0x0F0D, 0x0F13)))
-TERMINAL_PUNCTUATION = "".join(regex.findall(r"\p{Sentence_Terminal}", "".join(map(chr, range(_SCRIPT_PLANES_END))))
-                               ) + _TIBETAN_SHADS
+TERMINAL_PUNCTUATION = _SENTENCE_TERMINALS + _TIBETAN_SHADS
 _TERMINAL_TUPLE = tuple(TERMINAL_PUNCTUATION)
 # A sentence ends at terminal punctuation (plus closing quotes/brackets) before a space or the end
 # of the line, or at full-width CJK terminal punctuation, which needs no space after it.
