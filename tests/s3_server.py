@@ -84,6 +84,21 @@ def s3a_jars() -> List[str]:
     return [str(p) for p in paths]
 
 
+def local_master(cores: int) -> str:
+    """Local mode that runs a failed task a second time, as a cluster does (``spark.task.maxFailures``):
+    under the suite's load the test server can drop a request that the S3A connector does not retry."""
+    return f"local[{cores},2]"
+
+
+def spark_failure(stderr: str, tail: int = 3000) -> str:
+    """The executor's own report of the first failed task, then the end of ``stderr``: the driver says
+    only ``UnknownReason`` when the exception's class lives in the S3A jars, which it cannot load."""
+    lines = stderr.splitlines()
+    first = next((i for i, line in enumerate(lines) if "Exception in task" in line), None)
+    own = "\n".join(lines[first:first + 40]) + "\n...\n" if first is not None else ""
+    return own + stderr[-tail:]
+
+
 def spark_s3_conf(endpoint: str) -> Dict[str, str]:
     """Spark properties for ``s3://`` and ``s3a://`` on the server through the S3A connector."""
     hadoop = {

@@ -13,7 +13,7 @@ import pytest
 
 from common.test_storage import QUICK, DroppingConnection
 from conftest import ROOT
-from s3_server import KEY, s3_server, spark_s3_conf
+from s3_server import KEY, local_master, s3_server, spark_failure, spark_s3_conf
 from corpusmill.storage import UnreadableInput, _RetryingReader
 from udfs.extract.warc import ExtractConfig, WarcDocumentReader
 
@@ -74,14 +74,14 @@ def test_warcs_on_a_non_aws_store_with_credentials_only_in_the_spark_config(tmp_
         conf = tmp_path / "s3.yaml"
         conf.write_text(json.dumps({  # JSON is YAML
             "include": [str(ROOT / "conf" / "local.yaml")],
-            "spark": {"master": "local[1]", "class_archive_dir": "",
+            "spark": {"master": local_master(1), "class_archive_dir": "",
                       "conf": {"spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "2",
                                **spark_s3_conf(endpoint)}}}))
         no_aws_environment = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         result = subprocess.run([sys.executable, "-m", "jobs.cli", "run", "--config", str(conf), "--stages", "extract",
                                  "--input", "s3://crawl-spark-conf/in/", "--output", str(tmp_path / "out"), "--run", "r"],
                                 cwd=ROOT, env=no_aws_environment, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 0, spark_failure(result.stderr)
     stage = tmp_path / "out" / "r" / "extract"
     stats = json.loads((stage / "_stats.json").read_text())
     assert "errors" not in stats or not stats["errors"], stats

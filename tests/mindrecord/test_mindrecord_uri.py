@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import ROOT
-from s3_server import s3_server, spark_s3_conf, storage_options
+from s3_server import local_master, s3_server, spark_failure, spark_s3_conf, storage_options
 from corpusmill.config import ConfigError
 from corpusmill.run_folder import checksum_of_bytes, new_marker
 from corpusmill.storage import check_reachable, file_system, open_uri, s3_options_from_hadoop, upload_files
@@ -247,13 +247,14 @@ def test_whole_pipeline_to_s3_read_back_by_the_loader(tmp_path):
         conf = tmp_path / "s3.yaml"
         conf.write_text(json.dumps({  # JSON is YAML
             "include": [str(ROOT / "conf" / "local.yaml")],
-            "spark": {"master": "local[2]", "conf": {"spark.driver.memory": "2g", "spark.ui.enabled": "false",
-                                                     "spark.sql.shuffle.partitions": "4", **spark_s3_conf(endpoint)}},
+            "spark": {"master": local_master(2),
+                      "conf": {"spark.driver.memory": "2g", "spark.ui.enabled": "false",
+                               "spark.sql.shuffle.partitions": "4", **spark_s3_conf(endpoint)}},
             "mix": {"buckets": buckets}}))
         result = subprocess.run([sys.executable, "-m", "jobs.cli", "run", "--config", str(conf), "--input", SAMPLE,
                                  "--output", "s3://corpus/runs", "--run", "r"],
                                 cwd=ROOT, capture_output=True, text=True, timeout=1200)
-        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.returncode == 0, spark_failure(result.stderr)
         options = storage_options(endpoint)
         s3, _ = file_system("s3://corpus", options)
         kept = pq.read_table("corpus/runs/r/pack/kept", filesystem=s3, columns=["input_ids", "n_tokens"])
