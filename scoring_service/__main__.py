@@ -36,7 +36,7 @@ def _train(args) -> int:
         with open(args.notes, encoding="utf-8") as fh:
             notes = fh.read()
     train(args.positive, args.negative, args.out, args.name, args.version,
-          hashing=HashingSpec(buckets=args.buckets, max_chars=args.max_chars),
+          hashing=HashingSpec(buckets=args.buckets, max_chars=args.max_chars, memory_log2_bits=args.memory_bits),
           shape=NetShape(dim=args.dim, hidden=args.hidden),
           settings=TrainSettings(epochs=args.epochs, patience=args.patience, batch_size=args.batch_size,
                                  learning_rate=args.learning_rate, seed=args.seed),
@@ -120,6 +120,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     train.add_argument("--notes", help="markdown appended to the model card (licences, limitations)")
     train.add_argument("--buckets", type=int, default=1 << 15)
     train.add_argument("--max-chars", type=int, default=2000)
+    train.add_argument("--memory-bits", type=int, default=25,
+                       help="log2 of the n-gram memory's bits (features.NgramMemory; 25: 4 MiB); 0: no memory")
     train.add_argument("--dim", type=int, default=16)
     train.add_argument("--hidden", type=int, default=32)
     train.add_argument("--epochs", type=int, default=30)

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pyarrow as pa
 
-from scoring_service.model.features import Bags, FeatureHasher, HashingSpec
+from scoring_service.model.features import Bags, FeatureHasher, HashingSpec, NgramMemory
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RETRYABLE_STATUS = {429, 500, 502, 503, 504}
@@ -53,7 +53,8 @@ class ScoringClient:
     5xx moves the request to the next replica at once; only when every replica has failed it in a
     round does the client back off and start another round (``retries`` more rounds at most).
     With ``encode`` (and a service that publishes its hashing spec), texts are hashed here and sent
-    to ``/v1/score/encoded``: the service only runs the network.
+    to ``/v1/score/encoded``: the service only runs the network (a model with an n-gram memory sends it
+    once, from ``/v1/model/memory``).
     """
 
     def __init__(self, urls: Union[str, Sequence[str]], timeout_s: float = 60.0, retries: int = 4,
@@ -172,7 +173,10 @@ class ScoringClient:
                                       int(limits["max_queue_texts"]))
             self._request_bytes = int(limits["max_request_bytes"])
             if self.encode and "hashing" in info:  # a service that takes encoded texts
-                self._hasher = FeatureHasher(HashingSpec.from_dict(info["hashing"]))
+                spec = HashingSpec.from_dict(info["hashing"])
+                memory = (NgramMemory.from_bytes(self.request("GET", "/v1/model/memory"), spec)
+                          if spec.memory_log2_bits else None)
+                self._hasher = FeatureHasher(spec, memory)
             self._info = info
         return self._info
 

@@ -251,6 +251,147 @@ def order_stats(const uint64_t[::1] cp, const int64_t[::1] lengths, bint spacele
     return out_array
 
 
+# Columns of ``memory_stats``.
+MEMORY_STATS = ("pairs_of_known_words", "known_pairs", "triples_of_known_pairs", "known_triples")
+cdef uint64_t BOUNDARY = 0x2545F4914F6CDD1D  # the token a sentence starts and ends with
+cdef uint64_t TRIGRAM_SALT = 0xD6E8FEB86659FD93
+cdef uint64_t UNIGRAM_SALT = 0x8CB92BA72F3D8DD7
+
+
+cdef Py_ssize_t sentence_tokens(const uint64_t[::1] words, const uint8_t[::1] ends, Py_ssize_t nw,
+                                uint64_t[::1] tokens) noexcept nogil:
+    """``words`` with a ``BOUNDARY`` before the first, after each that ends a sentence and at the end
+    (one between two sentences); returns how many tokens."""
+    cdef Py_ssize_t i, nt = 0
+    if nw == 0:
+        return 0
+    tokens[nt] = BOUNDARY
+    nt += 1
+    for i in range(nw):
+        tokens[nt] = words[i]
+        nt += 1
+        if ends[i] or i == nw - 1:
+            tokens[nt] = BOUNDARY
+            nt += 1
+    return nt
+
+
+cdef Py_ssize_t text_tokens(const uint64_t[::1] cp, Py_ssize_t s, Py_ssize_t e, bint spaceless,
+                            uint64_t[::1] words, uint8_t[::1] ends, uint64_t[::1] tokens) noexcept nogil:
+    """The tokens (``sentence_tokens``) of the words of ``cp[s:e]`` (``text_words``); returns how many."""
+    return sentence_tokens(words, ends, text_words(cp, s, e, spaceless, words, ends), tokens)
+
+
+def _token_buffers(Py_ssize_t n):
+    """Room for the words, their sentence ends and the tokens of ``n`` code points."""
+    return np.empty(n + 1, dtype=np.uint64), np.empty(n + 1, dtype=np.uint8), np.empty(2 * n + 2, dtype=np.uint64)
+
+
+cdef inline uint64_t unigram_key(uint64_t a) noexcept nogil:
+    return mix64(a ^ UNIGRAM_SALT)
+
+
+cdef inline uint64_t bigram_key(uint64_t a, uint64_t b) noexcept nogil:
+    return mix64(a * PRIME + b)
+
+
+cdef inline uint64_t trigram_key(uint64_t pair, uint64_t c) noexcept nogil:
+    return mix64((pair ^ TRIGRAM_SALT) * PRIME + c)
+
+
+cdef inline bint has_bit(const uint64_t[::1] bits, uint64_t key, uint64_t mask) noexcept nogil:
+    key &= mask
+    return (bits[key >> 6] >> (key & 63)) & 1
+
+
+cdef inline void set_bit(uint64_t[::1] bits, uint64_t key, uint64_t mask) noexcept nogil:
+    key &= mask
+    bits[key >> 6] |= (<uint64_t>1) << (key & 63)
+
+
+cdef uint64_t _bit_mask(Py_ssize_t words, str name) except? 0:
+    if words < 1 or words & (words - 1):
+        raise ValueError(f"{name}: the bit set must hold a power of two of 64-bit words")
+    return <uint64_t>words * 64 - 1
+
+
+cdef void add_tokens(const uint64_t[::1] tokens, Py_ssize_t nt, uint64_t[::1] bits, uint64_t mask) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef uint64_t pair
+    for i in range(nt):
+        if tokens[i] != BOUNDARY:
+            set_bit(bits, unigram_key(tokens[i]), mask)
+    for i in range(nt - 1):
+        if tokens[i] == BOUNDARY and tokens[i + 1] == BOUNDARY:
+            continue
+        pair = bigram_key(tokens[i], tokens[i + 1])
+        set_bit(bits, pair, mask)
+        if i + 2 < nt and tokens[i + 1] != BOUNDARY:
+            set_bit(bits, trigram_key(pair, tokens[i + 2]), mask)
+
+
+cdef void count_tokens(const uint64_t[::1] tokens, Py_ssize_t nt, const uint64_t[::1] bits, uint64_t mask,
+                       uint8_t[::1] known, uint8_t[::1] pair_known, double[::1] out) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(nt):
+        known[i] = tokens[i] == BOUNDARY or has_bit(bits, unigram_key(tokens[i]), mask)
+    for i in range(nt - 1):
+        pair_known[i] = 0
+        if (tokens[i] == BOUNDARY and tokens[i + 1] == BOUNDARY) or not (known[i] and known[i + 1]):
+            continue
+        pair_known[i] = has_bit(bits, bigram_key(tokens[i], tokens[i + 1]), mask)
+        out[0] += 1
+        out[1] += pair_known[i]
+    for i in range(nt - 2):
+        if pair_known[i] and pair_known[i + 1] and tokens[i + 1] != BOUNDARY:
+            out[2] += 1
+            out[3] += has_bit(bits, trigram_key(bigram_key(tokens[i], tokens[i + 1]), tokens[i + 2]), mask)
+
+
+def _memory_pass(const uint64_t[::1] cp, const int64_t[::1] lengths, uint64_t[::1] bits, bint spaceless_scripts,
+                 bint adding, str name):
+    """Each text's tokens added to ``bits`` (``adding``) or counted against them (the returned rows)."""
+    cdef Py_ssize_t n_docs = lengths.shape[0], n = cp.shape[0], d, s, e, nt
+    cdef uint64_t mask = _bit_mask(bits.shape[0], name)
+    _check_lengths(lengths, n, name)
+    out_array = np.zeros((n_docs, len(MEMORY_STATS)), dtype=np.float64)
+    words_array, ends_array, tokens_array = _token_buffers(n)
+    cdef uint64_t[::1] words = words_array, tokens = tokens_array
+    cdef uint8_t[::1] ends = ends_array, known = np.empty(2 * n + 2, dtype=np.uint8)
+    cdef uint8_t[::1] pair_known = np.empty(2 * n + 2, dtype=np.uint8)  # per token: is the pair it starts known
+    cdef double[:, ::1] out = out_array
+    with nogil:
+        s = 0
+        for d in range(n_docs):
+            e = s + lengths[d]
+            nt = text_tokens(cp, s, e, spaceless_scripts, words, ends, tokens)
+            if adding:
+                add_tokens(tokens, nt, bits, mask)
+            else:
+                count_tokens(tokens, nt, bits, mask, known, pair_known, out[d])
+            s = e
+    return out_array
+
+
+def memory_add(const uint64_t[::1] cp, const int64_t[::1] lengths, uint64_t[::1] bits,
+               bint spaceless_scripts=False):
+    """Sets the bits of every word, word bigram and trigram of the texts (bigrams and trigrams within
+    sentences and with their boundaries; words as in ``content_bags``) in the bit set ``bits``."""
+    _memory_pass(cp, lengths, bits, spaceless_scripts, True, "memory_add")
+
+
+def memory_stats(const uint64_t[::1] cp, const int64_t[::1] lengths, uint64_t[::1] bits,
+                 bint spaceless_scripts=False):
+    """Of each text (``float64 [texts, len(MEMORY_STATS)]``), n-grams as ``memory_add`` sets them: its
+    word pairs whose two words ``bits`` holds, and how many of those pairs it holds itself; its triples
+    whose two pairs it holds, and how many of those triples it holds itself. Each share asks one order
+    more of the words the memory knows, so text of a subject or site the memory never saw is not read
+    as disorder. Shuffled words are known words in unknown pairs; a chain of pairs (fitted on text
+    like the memory's) is known pairs in unknown triples; a person's text reuses known pairs and, mostly,
+    the triples around them. ``bits`` is only read."""
+    return _memory_pass(cp, lengths, bits, spaceless_scripts, False, "memory_stats")
+
+
 def counted_bag(const int32_t[::1] ids, const int64_t[::1] offsets, int count_bits):
     """The content bag counted: (ids int32, classes uint8, offsets int64), each id of a text once per
     set bit of its count there.

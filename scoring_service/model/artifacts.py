@@ -7,6 +7,7 @@ A model directory holds::
     model.counted.mindir  the exported inference graph; its inputs are ``features.Encoded``: content,
                     content_segments, lines, lines_rows (int32 [None]) and layout (int32 [None, None])
     MODEL_CARD.md   data sources and licences, counts, held-out metrics, P-R curve
+    ngram_memory.bin  the n-gram memory (``features.NgramMemory``), for a spec with ``memory_log2_bits``
 """
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Dict, Optional
 
-from scoring_service.model.features import HashingSpec
+from scoring_service.model.features import FeatureHasher, HashingSpec, NgramMemory
 
 MODEL_JSON, CHECKPOINT, MINDIR, CARD = "model.json", "model.ckpt", "model.counted.mindir", "MODEL_CARD.md"
+MEMORY = "ngram_memory.bin"
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # scoring_service/
 SHIPPED_MODELS_DIR = os.path.join(_PACKAGE_DIR, "models")
 DEFAULT_MODEL_DIR = os.path.join(SHIPPED_MODELS_DIR, "default")  # the shipped model
@@ -91,3 +93,26 @@ def read_info(model_dir: str) -> ModelInfo:
 def write_info(model_dir: str, info: ModelInfo) -> None:
     with open(os.path.join(model_dir, MODEL_JSON), "w", encoding="utf-8") as fh:
         json.dump(info.to_dict(), fh, indent=2)
+
+
+def read_memory(model_dir: str, spec: HashingSpec) -> Optional[NgramMemory]:
+    """The model's n-gram memory, checked against its spec (size, then sha256); None for a spec without."""
+    if not spec.memory_log2_bits:
+        return None
+    path = os.path.join(model_dir, MEMORY)
+    expected = NgramMemory.bytes_of(spec.memory_log2_bits)
+    size = os.path.getsize(path)
+    if size != expected:
+        raise ValueError(f"{path}: {size} bytes, the model's spec says {expected}")
+    with open(path, "rb") as fh:
+        return NgramMemory.from_bytes(fh.read(expected), spec)
+
+
+def model_hasher(model_dir: str, info: ModelInfo) -> FeatureHasher:
+    """The hasher a model's texts are encoded with: its spec, and its memory where it has one."""
+    return FeatureHasher(info.hashing, read_memory(model_dir, info.hashing))
+
+
+def write_memory(model_dir: str, memory: NgramMemory) -> None:
+    with open(os.path.join(model_dir, MEMORY), "wb") as fh:
+        fh.write(memory.to_bytes())

@@ -15,6 +15,9 @@ A batch of texts becomes the model's three bags (``Encoded``):
   repeated within a few words, the spread and mean of its sentence lengths, and in scripts with
   letter case the share of its sentences that start with a capital and of its other words that do.
   Shuffled words, n-gram chains, templates and filler move these in a language the model never saw.
+  A model with an n-gram memory (``NgramMemory``: the words, pairs and triples of its training text)
+  adds what the memory knows of the text: of its pairs of known words, the share that are known
+  pairs; of its triples of known pairs, the share that are known triples.
 
 Lengths are counted in script-neutral units (a CJK character counts 3, about one word of Latin
 text), and CJK and full-width punctuation is mapped to ASCII, so ``lines`` and ``layout`` mean the
@@ -31,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from typing import NamedTuple, Sequence, Tuple
+from typing import NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -102,9 +105,20 @@ _LAYOUT_EDGES = (
     # Letter case (-1: no cased letter, bucket 0): sentences that start with a capital, other words that do.
     ("sentence_capital_share", (-0.5, 0.2, 0.4, 0.6, 0.75, 0.85, 0.95)),
     ("word_capital_share", (-0.5, 0.02, 0.05, 0.1, 0.2, 0.35, 0.6)),
+    # The model's n-gram memory (HashingSpec.memory_log2_bits): of the text's word pairs whose words its
+    # training text holds, the share it holds as pairs; of its triples whose two pairs it holds, the
+    # share it holds whole; both at once in four bands each (_MEMORY_JOINT_EDGES), since a chain is the
+    # two together: known pairs in unknown triples.
+    ("memory_pair_share", (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)),
+    ("memory_triple_share", (0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)),
+    ("memory_joint", None),
 )
-_ORDER_FEATURES = 8  # the last entries of _LAYOUT_EDGES
+_ORDER_FEATURES = 8  # the entries of _LAYOUT_EDGES before the memory's
+_MEMORY_FEATURES = 3  # the last entries of _LAYOUT_EDGES
+_MEMORY_JOINT_EDGES = ((0.5, 0.8, 0.95), (0.6, 0.75, 0.9))  # pair share, triple share
 LAYOUT_FEATURES = len(_LAYOUT_EDGES)
+_MEMORY_FIRST = LAYOUT_FEATURES - _MEMORY_FEATURES
+_ORDER_FIRST = _MEMORY_FIRST - _ORDER_FEATURES
 _LAYOUT_BASE = _PAIR_BASE + _SHAPES * _SHAPES
 _LAYOUT_SLOTS = 16  # buckets per layout feature
 LAYOUT_VOCAB = _LAYOUT_BASE + LAYOUT_FEATURES * _LAYOUT_SLOTS
@@ -124,15 +138,22 @@ class HashingSpec:
     spaceless_scripts: bool = True
     # The layout bag's word-order statistics (else those columns are padding).
     order_stats: bool = True
+    # The n-gram memory (``NgramMemory``) of 2**memory_log2_bits bits, and its file's sha256; 0: none,
+    # its layout columns are padding.
+    memory_log2_bits: int = 0
+    memory_sha256: str = ""
 
     @classmethod
     def from_dict(cls, data: dict) -> "HashingSpec":
-        # A model.json written before the last two fields hashes without them.
+        # A model.json written before spaceless_scripts and order_stats hashes without them.
         return cls(**{"spaceless_scripts": False, "order_stats": False, **data,
                       "char_ngrams": tuple(data["char_ngrams"])})
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "char_ngrams": list(self.char_ngrams)}
+        data = {**asdict(self), "char_ngrams": list(self.char_ngrams)}
+        if not self.memory_log2_bits:  # a model without memory keeps the spec (and digest) it had
+            del data["memory_log2_bits"], data["memory_sha256"]
+        return data
 
     @property
     def digest(self) -> str:
@@ -147,8 +168,11 @@ class HashingSpec:
 
     @property
     def layout_vocab(self) -> int:
-        """Rows of the layout bag's table: a model hashed without the word-order statistics has none for them."""
-        return LAYOUT_VOCAB if self.order_stats else LAYOUT_VOCAB - _ORDER_FEATURES * _LAYOUT_SLOTS
+        """Rows of the layout bag's table: a model hashed without the memory, or without the word-order
+        statistics and the memory, has none for them."""
+        if self.memory_log2_bits:
+            return LAYOUT_VOCAB
+        return LAYOUT_VOCAB - (_MEMORY_FEATURES + (0 if self.order_stats else _ORDER_FEATURES)) * _LAYOUT_SLOTS
 
     @property
     def max_line_ids(self) -> int:
@@ -312,11 +336,85 @@ def _flat(docs: np.ndarray, ids: np.ndarray, batch: int) -> Tuple[np.ndarray, np
     return ids[order].astype(np.int32), offsets
 
 
-class FeatureHasher:
-    """Texts → ``Encoded`` bags. Stateless."""
+class NgramMemory:
+    """The words, word bigrams and trigrams of a model's training text, as a set of bits addressed by their
+    hashes (a Bloom filter with one hash; ``_features.memory_add``). An n-gram it never held reads as
+    held with the probability ``fill``.
 
-    def __init__(self, spec: HashingSpec):
-        self.spec = spec
+    What it is for: a word-pair chain fitted on text of a language is made of pairs a person wrote, so
+    a bag of words and pairs, or a perplexity of pairs, finds nothing wrong with it; its triples are
+    what betray it, and only against text that holds its pairs (``_features.memory_stats``)."""
+
+    MAX_LOG2_BITS = 33  # 1 GiB
+
+    def __init__(self, bits: np.ndarray):
+        words = len(bits)
+        if bits.dtype != np.uint64 or bits.ndim != 1 or words < 1 or words & (words - 1):
+            raise ValueError("an n-gram memory is a power of two of 64-bit words")
+        self.bits = bits
+
+    @classmethod
+    def empty(cls, log2_bits: int) -> "NgramMemory":
+        return cls(np.zeros(cls.bytes_of(log2_bits) // 8, dtype=np.uint64))
+
+    @classmethod
+    def bytes_of(cls, log2_bits: int) -> int:
+        if not 6 <= log2_bits <= cls.MAX_LOG2_BITS:
+            raise ValueError(f"memory bits: 2**6 to 2**{cls.MAX_LOG2_BITS}, not 2**{log2_bits}")
+        return 1 << (log2_bits - 3)
+
+    @property
+    def log2_bits(self) -> int:
+        return int(len(self.bits)).bit_length() - 1 + 6
+
+    def add(self, texts: Sequence[str], spec: HashingSpec) -> None:
+        cp, lengths, _ = _code_points(texts, spec.max_chars)
+        _features.memory_add(cp, lengths, self.bits, spec.spaceless_scripts)
+
+    def __or__(self, other: "NgramMemory") -> "NgramMemory":
+        return NgramMemory(self.bits | other.bits)
+
+    def fill(self) -> float:
+        """The share of bits set."""
+        return float(np.unpackbits(self.bits.view(np.uint8)).mean())
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.bits.tobytes()).hexdigest()
+
+    def to_bytes(self) -> bytes:
+        return self.bits.astype("<u8", copy=False).tobytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, spec: HashingSpec) -> "NgramMemory":
+        """The memory ``spec`` names, checked: its size, then its sha256."""
+        expected = cls.bytes_of(spec.memory_log2_bits)
+        if len(data) != expected:
+            raise ValueError(f"n-gram memory: {len(data)} bytes, the model's spec says {expected}")
+        memory = cls(np.frombuffer(data, dtype="<u8").astype(np.uint64))
+        if memory.sha256 != spec.memory_sha256:
+            raise ValueError("n-gram memory: its sha256 is not the one the model's spec names")
+        return memory
+
+
+def _code_points(texts: Sequence[str], max_chars: int) -> Tuple[np.ndarray, np.ndarray, list]:
+    """The normalised texts' code points one after another, their lengths, and the collapsed texts."""
+    collapsed = [collapse(t or "", max_chars) for t in texts]
+    normed = [_BOS + _lowered(t) + _EOS for t in collapsed]
+    cp = np.frombuffer("".join(normed).encode("utf-32-le", "replace"), dtype=np.uint32).astype(np.uint64)
+    lengths = np.fromiter((len(t) for t in normed), dtype=np.int64, count=len(normed))
+    return cp, lengths, collapsed
+
+
+class FeatureHasher:
+    """Texts → ``Encoded`` bags. Stateless; a spec with a memory needs that memory (``NgramMemory``)."""
+
+    def __init__(self, spec: HashingSpec, memory: Optional[NgramMemory] = None):
+        if bool(spec.memory_log2_bits) != (memory is not None) or (
+                memory is not None and memory.log2_bits != spec.memory_log2_bits):
+            raise ValueError(f"the hashing spec says memory_log2_bits={spec.memory_log2_bits}; "
+                             f"the memory given has {memory.log2_bits if memory is not None else 'none'}")
+        self.spec, self.memory = spec, memory
         self._char_orders = np.array(spec.char_ngrams, dtype=np.int64)
 
     def encode(self, texts: Sequence[str]) -> Encoded:
@@ -326,16 +424,16 @@ class FeatureHasher:
     def encode_bags(self, texts: Sequence[str]) -> Bags:
         """The unpadded bags of a batch (what clients send the service)."""
         spec = self.spec
-        collapsed = [collapse(t or "", spec.max_chars) for t in texts]
-        normed = [_BOS + _lowered(t) + _EOS for t in collapsed]
-        cp = np.frombuffer("".join(normed).encode("utf-32-le", "replace"), dtype=np.uint32).astype(np.uint64)
-        lengths = np.fromiter((len(t) for t in normed), dtype=np.int64, count=len(normed))
+        cp, lengths, collapsed = _code_points(texts, spec.max_chars)
         content = _features.counted_bag(*_features.content_bags(cp, lengths, self._char_orders, spec.word_ngrams,
                                                                 spec.buckets, spec.spaceless_scripts), COUNT_BITS)
-        line_doc, line_ids, layout = self._layout(cp, np.repeat(np.arange(len(normed)), lengths), len(normed))
+        line_doc, line_ids, layout = self._layout(cp, np.repeat(np.arange(len(texts)), lengths), len(texts))
         if spec.order_stats:
             order = order_features(_features.order_stats(cp, lengths, spec.spaceless_scripts)) + case_features(collapsed)
-            layout[:, -_ORDER_FEATURES:] = _layout_ids(order, LAYOUT_FEATURES - _ORDER_FEATURES)
+            layout[:, _ORDER_FIRST:_MEMORY_FIRST] = _layout_ids(order, _ORDER_FIRST)
+        if self.memory is not None:
+            stats = _features.memory_stats(cp, lengths, self.memory.bits, spec.spaceless_scripts)
+            layout[:, _MEMORY_FIRST:] = _layout_ids(memory_features(stats), _MEMORY_FIRST)
         return Bags(*content, *_flat(line_doc, line_ids, len(texts)), layout)
 
     # -- internals
@@ -400,6 +498,17 @@ def order_features(stats: np.ndarray) -> Tuple[np.ndarray, ...]:
     return (np.log2((bigrams + 1.0) / (bigrams_shuffled + 1.0)),
             np.log2((trigrams + 1.0) / (trigrams_shuffled + 1.0)),
             bigrams / pairs, window / pairs, spread, np.log2(np.maximum(mean_length, 1.0)))
+
+
+def memory_features(stats: np.ndarray) -> Tuple[np.ndarray, ...]:
+    """The memory's layout values (the last ``_MEMORY_FEATURES`` of ``_LAYOUT_EDGES``) from
+    ``_features.memory_stats`` rows; shares of few n-grams are drawn towards one half."""
+    pairs, known_pairs, triples, known_triples = stats.T
+    pair_share = (known_pairs + 1.0) / (pairs + 2.0)
+    triple_share = (known_triples + 1.0) / (triples + 2.0)
+    joint = (np.searchsorted(_MEMORY_JOINT_EDGES[0], pair_share, side="right") * 4
+             + np.searchsorted(_MEMORY_JOINT_EDGES[1], triple_share, side="right"))
+    return pair_share, triple_share, joint.astype(np.float64)
 
 
 def _layout_ids(values: Sequence[np.ndarray], first: int) -> np.ndarray:

@@ -15,8 +15,8 @@ from typing import Dict, Sequence, Type
 
 import numpy as np
 
-from scoring_service.model.artifacts import CHECKPOINT, MINDIR, ModelInfo, read_info, served_file
-from scoring_service.model.features import Bags, Encoded, FeatureHasher
+from scoring_service.model.artifacts import CHECKPOINT, MINDIR, ModelInfo, model_hasher, read_info, served_file
+from scoring_service.model.features import Bags, Encoded
 
 # Upper bound of content ids per forward pass: ~70 MB of float32 embeddings (and their count column)
 # at dim 16. A pass has a fixed cost of its own, so fewer and larger passes score faster.
@@ -94,7 +94,7 @@ class TextScorer:
     def __init__(self, backend: Backend, max_batch_ids: int = MAX_BATCH_IDS):
         self.backend = backend
         self.info = backend.info
-        self.hasher = FeatureHasher(backend.info.hashing)
+        self.hasher = model_hasher(backend.model_dir, backend.info)
         self.max_batch_ids = max_batch_ids
 
     @property

@@ -18,6 +18,8 @@ Endpoints
                      the network: this is how a cluster's executors keep an accelerator busy.
     GET  /v1/model   name, version, threshold (and per language), how many characters of a text the model reads, the
                      hashing spec and its digest, limits.
+    GET  /v1/model/memory   the model's n-gram memory (``features.NgramMemory``), where its hashing spec
+                     names one: a client that hashes texts itself needs it; the spec carries its sha256.
     GET  /healthz    the process is up.      GET /readyz   the model is loaded and not draining.
     GET  /metrics    Prometheus exposition (prometheus_client): requests by endpoint and code, texts,
                      batch sizes, latencies, queue depth, errors, rejections.
@@ -72,8 +74,8 @@ from typing import Optional, Sequence
 import numpy as np
 import uvicorn
 
-from scoring_service.model.artifacts import ModelInfo, read_info
-from scoring_service.model.features import Bags, FeatureHasher
+from scoring_service.model.artifacts import ModelInfo, model_hasher, read_info
+from scoring_service.model.features import Bags
 from scoring_service.model.scorer import TextScorer
 from scoring_service.serving.app import ScoringApp
 from scoring_service.serving.auth import TOKEN_ENV, authorized, is_loopback, resolve_token
@@ -101,7 +103,8 @@ class ScoringServer:
         self.text_chars_used = 2 * info.hashing.max_chars  # see features.normalize
         # Texts sent to /v1/score are hashed here, one request at a time: the hasher caches powers
         # as long as the longest batch, once, rather than once per thread.
-        self.hasher = FeatureHasher(info.hashing)
+        self.hasher = model_hasher(config.model_dir, info)
+        self.memory_bytes = self.hasher.memory.to_bytes() if self.hasher.memory is not None else None
         self._hashing = threading.Lock()
         self.metrics = Metrics()
         self.batcher = MicroBatcher(replicas, config, self.metrics)

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from scoring_service.serving import ScoringServer
 
 SCORE_TEXTS, SCORE_ENCODED = "/v1/score", "/v1/score/encoded"
-ROUTES = (SCORE_TEXTS, SCORE_ENCODED, "/healthz", "/readyz", "/metrics", "/v1/model")
+MODEL_MEMORY = "/v1/model/memory"
+ROUTES = (SCORE_TEXTS, SCORE_ENCODED, "/healthz", "/readyz", "/metrics", "/v1/model", MODEL_MEMORY)
 
 
 class ScoringApp:
@@ -72,6 +73,10 @@ class ScoringApp:
             return await request.answer(200, service.metrics.render(), CONTENT_TYPE_LATEST)
         if method == "GET" and path == "/v1/model":
             return await request.answer_json(200, service.model_description())
+        if method == "GET" and path == MODEL_MEMORY:
+            if service.memory_bytes is None:
+                raise RequestError(404, "this model has no n-gram memory")
+            return await request.answer(200, service.memory_bytes, "application/octet-stream")
         if path in ROUTES:
             raise RequestError(405, f"method {method} not allowed on {path}")
         raise RequestError(404, f"no such endpoint: {path}")

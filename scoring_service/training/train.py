@@ -19,13 +19,14 @@ import random
 import sys
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import asdict, dataclass, replace
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from scoring_service.model.artifacts import CARD, CHECKPOINT, MINDIR, MODEL_JSON, ModelInfo, NetShape, write_info
-from scoring_service.model.features import Bags, FeatureHasher, HashingSpec
+from scoring_service.model.artifacts import (CARD, CHECKPOINT, MEMORY, MINDIR, MODEL_JSON, ModelInfo, NetShape,
+                                              write_info, write_memory)
+from scoring_service.model.features import Bags, FeatureHasher, HashingSpec, NgramMemory
 from scoring_service.training import evaluation, negatives
 from scoring_service.training.corpus import Example, iter_examples, read_examples
 
@@ -93,9 +94,10 @@ class _SetBuilder:
         self.labels: List[float] = []
         self.meta: List[Tuple[str, str, str, str]] = []
 
-    def add(self, texts: Sequence[str], label: int, meta: Sequence[Tuple[str, str, str, str]]) -> None:
+    def add(self, texts: Sequence[str], label: int, meta: Sequence[Tuple[str, str, str, str]],
+            hasher: Optional[FeatureHasher] = None) -> None:
         if texts:
-            self.bags.append(self.hasher.encode_bags(texts))
+            self.bags.append((hasher or self.hasher).encode_bags(texts))
             self.labels += [float(label)] * len(texts)
             self.meta += meta
 
@@ -125,29 +127,89 @@ def _machine_negatives(examples: List[Example], seed: int, first_kind: int) -> L
     return out
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
+
+
+def _taken_positives(positive: Sequence[str], negative_digests: set, data_settings: DataSettings, taken: set,
+                     per_language: Counter, in_both: set) -> Iterator[Example]:
+    """The positives training takes, streamed: a text also given as a negative is dropped (its digest
+    added to ``in_both``), a repeated one skipped, a language's beyond its cap skipped."""
+    for ex in iter_examples(positive):
+        key = _digest(ex.text)
+        lang = _lang(ex)
+        if key in negative_digests:
+            in_both.add(key)
+            continue
+        if key in taken or per_language[lang] >= data_settings.max_docs_per_language:
+            continue
+        taken.add(key)
+        per_language[lang] += 1
+        yield ex
+
+
+def memory_half(ex: Example, seed: int) -> Tuple[int, bool]:
+    """The half (0 or 1) of the training positives' n-gram memory an example is in, and whether it is
+    hashed against the whole memory, its own text in it (one text in eight), rather than against the
+    other half: the model must learn that text the memory holds whole is a person's text (a crawl
+    scored by a model trained on a sample of it has its sample in the memory). Texts, not groups, are
+    halved: a new text is scored against a memory that holds other text of its kind (its language,
+    its site), and so is a training positive against the other half."""
+    value = int(hashlib.sha1(f"{seed}:memory:{ex.text}".encode()).hexdigest()[:8], 16)
+    return value % 2, value % 16 < 2
+
+
+def build_memories(positive: Sequence[str], negative: Sequence[str], spec: HashingSpec, seed: int,
+                   data_settings: DataSettings = DataSettings(),
+                   chunk: int = 256) -> Tuple[Tuple[NgramMemory, NgramMemory], NgramMemory]:
+    """The n-gram memory of each half (``memory_half``) of the training split's positives, and of the
+    validation and test positives, streamed.
+
+    A training positive is hashed with the memory of the other half: against a memory that holds its
+    own text, every n-gram of it is known, and the model would learn that a person's text is text it
+    holds. Validation and test texts are hashed with the training split's memory, which never held
+    them. The model is served with all three (the text it scores is new to the memory, or held whole)."""
+    memories = [NgramMemory.empty(spec.memory_log2_bits) for _ in range(3)]  # half 0, half 1, held out
+    pending: List[List[str]] = [[], [], []]
+    negative_digests = {_digest(ex.text) for ex in iter_examples(negative)}
+    for ex in _taken_positives(positive, negative_digests, data_settings, set(), Counter(), set()):
+        part = memory_half(ex, seed)[0] if split_of(ex.group or ex.text, seed) == "train" else 2
+        pending[part].append(ex.text)
+        if len(pending[part]) >= chunk:
+            memories[part].add(pending[part], spec)
+            pending[part].clear()
+    for part in range(3):
+        memories[part].add(pending[part], spec)
+    return (memories[0], memories[1]), memories[2]
+
+
 def load_sets(positive: Sequence[str], negative: Sequence[str], hasher: FeatureHasher, seed: int,
-              data_settings: DataSettings = DataSettings(), log=print) -> Tuple[Dict[str, LabelledSet], dict]:
+              data_settings: DataSettings = DataSettings(), log=print,
+              memory_halves: Optional[Tuple[NgramMemory, NgramMemory]] = None) -> Tuple[Dict[str, LabelledSet], dict]:
     """Read (streamed), cap per language, de-duplicate (a text in both classes is dropped), make the
-    machine-made negatives, split by group and hash, a chunk of one language at a time."""
+    machine-made negatives, split by group and hash, a chunk of one language at a time. With
+    ``memory_halves`` (``build_memories``), a training positive is hashed with the other half's memory
+    (``memory_half``); every other text with ``hasher``'s."""
     builders = {split: _SetBuilder(hasher) for split in SPLITS}
     taken = set()  # sha1 of each text taken, in either class
     per_language: Counter = Counter()
     pending: Dict[str, List[Example]] = {}
     kind_turn: Counter = Counter()
     counts: Counter = Counter()
-
-    def digest(text: str) -> str:
-        return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
+    other_half = ({half: FeatureHasher(hasher.spec, memory_halves[1 - half]) for half in (0, 1)}
+                  if memory_halves else {})
 
     def add(examples: Sequence[Example], texts: Sequence[str], label: int, kinds: Sequence[str]) -> None:
-        by_split: Dict[str, list] = {split: [] for split in SPLITS}
+        parts: Dict[Tuple[str, Optional[int]], list] = {}
         for ex, text, kind in zip(examples, texts, kinds):
             split = split_of(ex.group or ex.text, seed)
-            by_split[split].append((text, (_lang(ex), kind, ex.source, ex.licence)))
+            half, whole = memory_half(ex, seed) if other_half and label and split == "train" else (None, True)
+            parts.setdefault((split, None if whole else half), []).append((text, (_lang(ex), kind, ex.source,
+                                                                                   ex.licence)))
             role = "positive" if label else "negative" if kind == GIVEN else "machine-made negative"
             counts[(role, ex.source, ex.licence, split)] += 1
-        for split, rows in by_split.items():
-            builders[split].add([t for t, _ in rows], label, [m for _, m in rows])
+        for (split, half), rows in parts.items():
+            builders[split].add([t for t, _ in rows], label, [m for _, m in rows], other_half.get(half))
 
     def flush(lang: str) -> None:
         chunk = pending.pop(lang, [])
@@ -159,18 +221,10 @@ def load_sets(positive: Sequence[str], negative: Sequence[str], hasher: FeatureH
         kind_turn[lang] += len(made)
         add([ex for ex, _, _ in made], [text for _, _, text in made], 0, [kind for _, kind, _ in made])
 
-    negative_texts = {digest(ex.text) for ex in iter_examples(negative)}
-    in_both = set()
-    for ex in iter_examples(positive):
-        key = digest(ex.text)
+    negative_texts = {_digest(ex.text) for ex in iter_examples(negative)}
+    in_both: set = set()
+    for ex in _taken_positives(positive, negative_texts, data_settings, taken, per_language, in_both):
         lang = _lang(ex)
-        if key in negative_texts:
-            in_both.add(key)
-            continue
-        if key in taken or per_language[lang] >= data_settings.max_docs_per_language:
-            continue
-        taken.add(key)
-        per_language[lang] += 1
         pending.setdefault(lang, []).append(ex)
         if len(pending[lang]) >= data_settings.chunk_docs:
             flush(lang)
@@ -178,7 +232,7 @@ def load_sets(positive: Sequence[str], negative: Sequence[str], hasher: FeatureH
         flush(lang)
     given: List[Example] = []
     for ex in iter_examples(negative):
-        key = digest(ex.text)
+        key = _digest(ex.text)
         if key in taken or key in in_both:
             continue
         taken.add(key)
@@ -206,7 +260,7 @@ def _source_table(counts: Counter) -> List[dict]:
 class Trainer:
     """MindSpore graph-mode training with dynamic input shapes (compiled once for every batch shape)."""
 
-    def __init__(self, buckets: int, shape: NetShape, settings: TrainSettings, device: str = "CPU"):
+    def __init__(self, hashing: HashingSpec, shape: NetShape, settings: TrainSettings, device: str = "CPU"):
         import mindspore as ms
         from mindspore import nn, ops
 
@@ -215,7 +269,7 @@ class Trainer:
         self.ms = ms
         ms.set_context(mode=ms.GRAPH_MODE, device_target=device)
         ms.set_seed(settings.seed)
-        self.net = QualityNet(buckets, shape)
+        self.net = QualityNet(hashing.buckets, shape, hashing.layout_vocab)
 
         class WeightedLoss(nn.Cell):
             def __init__(self, net):
@@ -366,8 +420,17 @@ def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: 
     from scoring_service.model.scorer import TextScorer
 
     started = time.time()
-    hasher = FeatureHasher(hashing)
-    sets, data = load_sets(positive, negative, hasher, settings.seed, data_settings, log)
+    memory, halves, served_memory = None, None, None
+    if hashing.memory_log2_bits:
+        halves, held_out = build_memories(positive, negative, hashing, settings.seed, data_settings)
+        memory = halves[0] | halves[1]
+        served_memory = memory | held_out
+        hashing = replace(hashing, memory_sha256=served_memory.sha256)
+    hasher = FeatureHasher(hashing, memory)
+    sets, data = load_sets(positive, negative, hasher, settings.seed, data_settings, log, halves)
+    if served_memory is not None:
+        data["memory_fill"] = round(served_memory.fill(), 4)
+        log(f"n-gram memory: 2**{hashing.memory_log2_bits} bits, {data['memory_fill']:.1%} set")
     for split in SPLITS:
         labels = sets[split].labels
         if len(labels) == 0 or labels.min() == labels.max():
@@ -375,7 +438,7 @@ def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: 
     log(f"train {len(sets['train'].labels)}  valid {len(sets['valid'].labels)}  test {len(sets['test'].labels)}  "
         f"(read and hashed in {time.time() - started:.0f} s)")
 
-    trainer = Trainer(hashing.buckets, shape, settings, device)
+    trainer = Trainer(hashing, shape, settings, device)
     rng = np.random.default_rng(settings.seed)
     train_w, valid_w = class_weights(sets["train"]), class_weights(sets["valid"])
     best, best_loss, history, stale = None, float("inf"), [], 0
@@ -401,6 +464,8 @@ def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: 
         os.chmod(path, 0o644)  # MindSpore writes them owner-read-only
     info = ModelInfo(name=name, version=version, hashing=hashing, shape=shape)
     write_info(out_dir, info)
+    if served_memory is not None:
+        write_memory(out_dir, served_memory)
 
     # Everything below is measured on the exported MindIR: the artifact that is served.
     scorer = TextScorer.load(out_dir)
@@ -470,12 +535,21 @@ def model_card(info: ModelInfo, data: dict, training: dict, notes: Optional[str]
            "far above what its word frequencies predict; shuffled text does not, a chain is in between), its "
            "repeated-bigram and near-repeat word rates, the spread and mean of its sentence lengths, the share "
            "of its sentences that start with a capital and of its other words that do (a shuffle moves the capital)"
-           if h.order_stats else "") + ".",
+           if h.order_stats else "") + "."
+        + (f" And the n-gram memory (`{MEMORY}`, 2**{h.memory_log2_bits} bits, {data.get('memory_fill', 0):.1%} set): "
+           "the word bigrams and trigrams of the positives as hashed bits. Its features are the share of a "
+           "document's word pairs the memory holds and, of its triples whose two pairs it holds, the share it "
+           "holds whole: a chain recombines known pairs into unknown triples. A training positive is hashed "
+           "against the memory of the other half of the training positives (texts halved, not groups), one "
+           "text in eight against the whole, its own text in it; validation and test texts against the training split's. "
+           "The memory served holds every positive."
+           if h.memory_log2_bits else ""),
         f"- Each bag an embedding bag (dim {info.shape.dim}, mean) → Dense({info.shape.hidden}, ReLU) → Dense(1) → "
         "sigmoid. One model judges furniture and fluency together: the furniture negatives and the machine-made "
         "negatives are trained in the same loss, so a single score and threshold serve both. Every row is "
         "computed on its own, so a text scores the same in any batch.",
-        f"- Files: `{MINDIR}` (inputs: `features.Encoded`), `{CHECKPOINT}`, `{MODEL_JSON}`.",
+        f"- Files: `{MINDIR}` (inputs: `features.Encoded`), `{CHECKPOINT}`, `{MODEL_JSON}`"
+        + (f", `{MEMORY}`" if h.memory_log2_bits else "") + ".",
         "",
         "## Training data", "",
         "Machine-made negatives are made from the positives while reading them (`scoring_service/training/"

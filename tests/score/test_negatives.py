@@ -121,3 +121,13 @@ def test_every_kind_is_made_and_kinds_that_need_other_text_say_so():
         make("chain2", TEXT, random.Random(0))
     with pytest.raises(ValueError, match="unknown negative kind"):
         make("chain7", TEXT, random.Random(0), pool)
+
+
+@pytest.mark.parametrize("kind", ["chain1", "chain2", "chain3", "template", "filler", "shuffled", "local_shuffle",
+                                  "spun"])
+def test_a_negative_keeps_its_positive_s_lines(kind):
+    """A model learns a shape more easily than words: negatives made as one long line taught it that
+    one long line is machine-made, and a chain in the lines of an article passed."""
+    text = "Article 23\n\n" + TEXT + "\nThe chair thanked everyone for coming."
+    out = make(kind, text, random.Random(10), LanguagePool(OTHER))
+    assert len(out.split("\n")) == len(text.split("\n")) and out.split("\n")[1] == ""

@@ -12,7 +12,7 @@ import pytest
 from conftest import shared
 from scoring_service.model.artifacts import (CARD, CHECKPOINT, DEFAULT_MODEL_DIR, MINDIR, SHIPPED_MODELS_DIR, model_dir_of,
                                              read_info)
-from scoring_service.model.features import (_LAYOUT_BASE, _LAYOUT_EDGES, _LAYOUT_SLOTS, _ORDER_FEATURES, COUNT_BITS,
+from scoring_service.model.features import (_LAYOUT_BASE, _LAYOUT_EDGES, _LAYOUT_SLOTS, _ORDER_FIRST, COUNT_BITS,
                                              Bags, FeatureHasher, HashingSpec, normalize)
 from scoring_service.training import evaluation, negatives
 from tools import quality_corpus
@@ -75,7 +75,7 @@ def test_each_punctuation_class_moves_only_its_own_layout_rate(hasher):
     """The layout's rates of sentence ends, clause ends and symbols (columns 5, 6 and 8): the same line
     with ten of one kind of mark inside it differs from the bare line in that column alone."""
     words = ["word"] * 40
-    document = slice(0, -_ORDER_FEATURES)  # the word-order columns see the marks as parts of words
+    document = slice(0, _ORDER_FIRST)  # the word-order columns see the marks as parts of words
     base = hasher.encode([" ".join(words)]).layout[0, document]
     for marks, column in ((".", 5), ("!", 5), (",", 6), ("\u2014", 6), ("|", 8), ("\u00bb", 8), ("\u25ba", 8)):
         text = " ".join(w + (marks if i % 4 == 1 else "") for i, w in enumerate(words))
@@ -150,7 +150,7 @@ def test_a_model_json_from_before_word_order_loads_and_hashes_without_it(hasher)
     assert not info.hashing.spaceless_scripts and not info.hashing.order_stats
     assert info.threshold_by_language == {} and info.threshold_for("en") == info.threshold
     layout = FeatureHasher(info.hashing).encode_bags(["Some text. And more of it."]).layout
-    assert (layout[:, -_ORDER_FEATURES:] == 0).all() and (layout[:, :-_ORDER_FEATURES] > 0).all()
+    assert (layout[:, _ORDER_FIRST:] == 0).all() and (layout[:, :_ORDER_FIRST] > 0).all()
     info.threshold_by_language = {"en": 0.25}
     again = ModelInfo.from_dict(json.loads(json.dumps(info.to_dict())))
     assert again.threshold_for("en") == 0.25 and again.threshold_for("fr") == info.threshold
@@ -281,7 +281,7 @@ def test_training_from_positives_alone_makes_its_own_negatives_and_judges_each_l
 
     out = tmp_path / "model"
     info = train([str(kept.parent)], [], str(out), "self", "0.1", eval_dir=str(tmp_path / "eval"),
-                 hashing=HashingSpec(buckets=1 << 14), shape=NetShape(dim=8, hidden=16),
+                 hashing=HashingSpec(buckets=1 << 14, memory_log2_bits=20), shape=NetShape(dim=8, hidden=16),
                  settings=TrainSettings(epochs=6, patience=2), log=lambda *_: None)
     test = info.metrics["per_language_test"]
     assert set(test) == {"en", "zh"}
@@ -295,6 +295,29 @@ def test_training_from_positives_alone_makes_its_own_negatives_and_judges_each_l
     card = (out / CARD).read_text(encoding="utf-8")
     assert "| machine-made negative | lang_part |" in card or "machine-made negative" in card
     assert "## Per language, held-out set `held-out`" in card and "| en | austen-held-out | 40 |" in card
+
+    # The n-gram memory travels with the model: the file its spec names, read by the scorer, and sent
+    # by the service to a client that hashes texts itself (the same scores as the service's own).
+    from scoring_service.client import LocalService, ScoringClient
+    from scoring_service.model.artifacts import MEMORY, read_memory
+    from scoring_service.model.scorer import TextScorer
+
+    assert info.hashing.memory_log2_bits == 20 and (out / MEMORY).stat().st_size == 1 << 17
+    assert read_memory(str(out), read_info(str(out)).hashing).sha256 == info.hashing.memory_sha256
+    assert "n-gram memory" in card
+    texts = english[440:450] + chinese[300:305]
+    service = LocalService(str(out))
+    try:
+        url = service.start()
+        encoded = ScoringClient([url], encode=True).score(texts)
+        sent_as_text = ScoringClient([url], encode=False).score(texts)
+    finally:
+        service.stop()
+    assert np.allclose(encoded, TextScorer.load(str(out)).score(texts), atol=1e-6)
+    assert np.allclose(encoded, sent_as_text, atol=1e-6)
+    (out / MEMORY).write_bytes(b"\0" * (1 << 17))  # another memory than the spec's
+    with pytest.raises(ValueError, match="sha256"):
+        TextScorer.load(str(out))
 
 
 # ---------------------------------------------------------------- the shipped model

@@ -78,3 +78,32 @@ def test_training_on_held_out_languages_takes_every_udhr_language_and_still_hold
     # The held-out table then names no language as unseen.
     assert {e.source for e in quality_corpus.udhr_held_out(data)[0]} == {"udhr-articles-23-30", "udhr-unseen-language"}
     assert {e.source for e in quality_corpus.udhr_held_out(data, True)[0]} == {"udhr-articles-23-30"}
+
+
+def test_a_training_positive_is_hashed_against_the_memory_of_the_other_half_never_its_own_text(tmp_path):
+    """Each text its own words: hashed against a memory without it, none of its pairs has known words
+    (pair share 1/2, drawn to one half); against the whole memory (one text in eight), all do."""
+    from scoring_service.model.features import _LAYOUT_BASE, _LAYOUT_SLOTS, _MEMORY_FIRST
+    from scoring_service.training.corpus import Example, write_jsonl
+    from scoring_service.training.train import build_memories, memory_half, split_of
+
+    def word(i, j):  # letters only: the scorer reads every digit as 0
+        return "".join(chr(97 + d) for d in (i // 26, i % 26, j))
+    texts = [" ".join(word(i, j) for j in range(8)) + ". " + " ".join(word(i, j) for j in range(8, 16)) + "."
+             for i in range(120)]
+    write_jsonl(str(tmp_path / "pos.jsonl"), [Example(t, "made-up", group=f"g{i % 40}", lang="xx")
+                                               for i, t in enumerate(texts)])
+    spec = HashingSpec(buckets=1 << 10, memory_log2_bits=24)  # no false hit among these words
+    halves, held_out = build_memories([str(tmp_path / "pos.jsonl")], [], spec, 13)
+    sets, _ = load_sets([str(tmp_path / "pos.jsonl")], [], FeatureHasher(spec, halves[0] | halves[1]), 13,
+                        log=lambda *_: None, memory_halves=halves)
+    train = sets["train"]
+    bucket = train.bags.layout[:, _MEMORY_FIRST] - _LAYOUT_BASE - _MEMORY_FIRST * _LAYOUT_SLOTS
+    positive = train.kinds == CLEAN
+    in_train = [Example(t, "made-up", group=f"g{i % 40}") for i, t in enumerate(texts)
+                if split_of(f"g{i % 40}", 13) == "train"]
+    whole = sum(memory_half(ex, 13)[1] for ex in in_train)
+    assert positive.sum() == len(in_train) and 0 < whole < len(in_train)
+    assert (bucket[positive] == 5).sum() == len(in_train) - whole  # share 1/2: no pair with known words
+    assert (bucket[positive] >= 10).sum() == whole  # (18 + 1) / (18 + 2): every pair known
+    assert held_out.fill() > 0  # the validation and test positives, for the memory served
