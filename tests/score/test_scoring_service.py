@@ -211,6 +211,7 @@ def test_health_readiness_model_and_metrics_endpoints(service):
     model = json.loads(data)
     assert status == 200 and model["loaded_from"] == MINDIR and 0 < model["threshold"] < 1
     assert get(service, "/nope")[0] == 404 and get(service, "/v1/score")[0] == 405
+    assert "memory_log2_bits" not in model["hashing"] and get(service, "/v1/model/memory")[0] == 404  # none
     assert post(service, "/v1/score", json.dumps({"texts": ["hello there."]}), "application/json")[0] == 200
     samples = metric_samples(service)
     assert samples[("scoring_requests_total", (("code", "200"), ("endpoint", "/v1/score")))] >= 1
