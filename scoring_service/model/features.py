@@ -380,7 +380,8 @@ class NgramMemory:
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(self.bits.tobytes()).hexdigest()
+        """Of the file's bytes (``to_bytes``), whatever the machine's byte order."""
+        return hashlib.sha256(self.to_bytes()).hexdigest()
 
     def to_bytes(self) -> bytes:
         return self.bits.astype("<u8", copy=False).tobytes()

@@ -232,8 +232,8 @@ def spun(text: str, rng: random.Random, pool: LanguagePool, share: float = 0.5) 
 
 
 def filler(text: str, rng: random.Random) -> str:
-    """The text's first third of lines, then each other line replaced by a phrase of the text repeated
-    to about twice the line's length (a text of one line: its head, then the phrase)."""
+    """The text's first third of lines (at least one), then each other line replaced by a phrase of the
+    text repeated to about twice the line's length (a text of one line: its head, then the phrase)."""
     spaceless = is_spaceless(text)
     words = words_of(text, spaceless)
     if not words:
@@ -242,8 +242,8 @@ def filler(text: str, rng: random.Random) -> str:
     start = rng.randrange(max(len(words) - length, 0) + 1)
     phrase = words[start:start + length]
     lines = text.split("\n")
-    kept = len(lines) // 3
-    if not kept:
+    kept = max(len(lines) // 3, 1)
+    if len(lines) == 1:
         head = _join(words[:max(len(words) // 3, 1)], spaceless)
         return _join([head] + [_join(phrase, spaceless)] * max(len(words) // max(length, 1), 3), spaceless)
 

@@ -61,6 +61,7 @@ class DataSettings:
     chunk_docs: int = 256
 
 
+MEMORY_FILL_WARNING = 0.2  # an n-gram memory with more of its bits set mistakes one unknown n-gram in five
 CLEAN = "clean"  # the kind of a positive
 GIVEN = "given"  # the kind of a negative read from a file
 
@@ -430,7 +431,9 @@ def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: 
     sets, data = load_sets(positive, negative, hasher, settings.seed, data_settings, log, halves)
     if served_memory is not None:
         data["memory_fill"] = round(served_memory.fill(), 4)
-        log(f"n-gram memory: 2**{hashing.memory_log2_bits} bits, {data['memory_fill']:.1%} set")
+        log(f"n-gram memory: 2**{hashing.memory_log2_bits} bits, {data['memory_fill']:.1%} set"
+            + (" (so many that unknown n-grams often read as known: raise --memory-bits)"
+               if data["memory_fill"] > MEMORY_FILL_WARNING else ""))
     for split in SPLITS:
         labels = sets[split].labels
         if len(labels) == 0 or labels.min() == labels.max():

@@ -131,3 +131,4 @@ def test_a_negative_keeps_its_positive_s_lines(kind):
     text = "Article 23\n\n" + TEXT + "\nThe chair thanked everyone for coming."
     out = make(kind, text, random.Random(10), LanguagePool(OTHER))
     assert len(out.split("\n")) == len(text.split("\n")) and out.split("\n")[1] == ""
+    assert len(make(kind, TEXT, random.Random(11), LanguagePool(OTHER)).split("\n")) == 2
