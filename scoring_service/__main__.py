@@ -127,7 +127,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     train.add_argument("--epochs", type=int, default=30)
     train.add_argument("--patience", type=int, default=3)
     train.add_argument("--batch-size", type=int, default=64)
-    train.add_argument("--learning-rate", type=float, default=3e-3)
+    train.add_argument("--learning-rate", type=float, default=3e-4)
     train.add_argument("--seed", type=int, default=13)
     train.set_defaults(run=_train)
 

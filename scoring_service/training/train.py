@@ -38,7 +38,9 @@ class TrainSettings:
     epochs: int = 30
     patience: int = 3
     batch_size: int = 64
-    learning_rate: float = 3e-3
+    # Slow enough that a few thousand texts take several epochs to fit; ten times faster, the
+    # validation loss is lowest after the first epoch and the model judges fewer languages well.
+    learning_rate: float = 3e-4
     weight_decay: float = 1e-6
     seed: int = 13
 

@@ -239,7 +239,7 @@ def test_training_writes_checkpoint_dynamic_mindir_and_card(tmp_path):
     out = tmp_path / "model"
     info = train([str(tmp_path / "good.*")], [str(tmp_path / "bad.parquet")], str(out), "tiny", "0.1",
                  hashing=HashingSpec(buckets=1 << 12), shape=NetShape(dim=8, hidden=8),
-                 settings=TrainSettings(epochs=3, patience=1), log=lambda *_: None)
+                 settings=TrainSettings(epochs=3, patience=1, learning_rate=3e-3), log=lambda *_: None)
     for name in (CHECKPOINT, MINDIR, CARD, "model.json"):
         assert (out / name).exists(), name
     assert 0.0 < info.threshold < 1.0 and info.metrics["test"]["auc"] >= 0.8
@@ -282,7 +282,7 @@ def test_training_from_positives_alone_makes_its_own_negatives_and_judges_each_l
     out = tmp_path / "model"
     info = train([str(kept.parent)], [], str(out), "self", "0.1", eval_dir=str(tmp_path / "eval"),
                  hashing=HashingSpec(buckets=1 << 14, memory_log2_bits=20), shape=NetShape(dim=8, hidden=16),
-                 settings=TrainSettings(epochs=6, patience=2), log=lambda *_: None)
+                 settings=TrainSettings(epochs=6, patience=2, learning_rate=3e-3), log=lambda *_: None)
     test = info.metrics["per_language_test"]
     assert set(test) == {"en", "zh"}
     for lang in ("en", "zh"):
