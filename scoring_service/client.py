@@ -35,6 +35,9 @@ from scoring_service.model.features import Bags, FeatureHasher, HashingSpec, Ngr
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 RETRYABLE_STATUS = {429, 500, 502, 503, 504}
+# The most an answer may hold (the n-gram memory has its own, exact size): scores and model facts are far
+# smaller, and what is longer is not the service's answer.
+MAX_ANSWER_BYTES = 64 << 20
 
 
 class ScoringUnavailable(RuntimeError):
@@ -42,7 +45,8 @@ class ScoringUnavailable(RuntimeError):
 
 
 class ScoringRequestError(RuntimeError):
-    """The service refused the request itself (4xx): retrying would not help."""
+    """The service refused the request itself (4xx), or answered more than it may: retrying would not
+    help."""
 
 
 class ScoringClient:
@@ -105,7 +109,7 @@ class ScoringClient:
             self._drop(replica)
 
     def _request_once(self, replica: int, method: str, path: str, body: Optional[bytes],
-                      content_type: Optional[str]):
+                      content_type: Optional[str], max_bytes: int):
         headers = {"Connection": "keep-alive"}
         if content_type:
             headers["Content-Type"] = content_type
@@ -115,23 +119,28 @@ class ScoringClient:
         try:
             conn.request(method, path, body=body, headers=headers)
             response = conn.getresponse()
-            data = response.read()
+            data = response.read(max_bytes + 1)
         except (OSError, http.client.HTTPException):
             self._drop(replica)  # a broken keep-alive connection is replaced on the next attempt
             raise
+        if len(data) > max_bytes:
+            self._drop(replica)  # the rest of the answer is never read
+            raise ScoringRequestError(f"scoring service {self.urls[replica]}{path} answered more than "
+                                      f"{max_bytes} bytes")
         if response.getheader("Connection", "").lower() == "close":
             self._drop(replica)
         return response.status, response.getheader("Retry-After"), response.getheader("Content-Type", ""), data
 
     def request(self, method: str, path: str, body: Optional[bytes] = None,
-                content_type: Optional[str] = None) -> bytes:
+                content_type: Optional[str] = None, max_bytes: int = MAX_ANSWER_BYTES) -> bytes:
         last_error = "no attempt made"
         for attempt in range(self.retries + 1):
             retry_after = None
             for _ in range(len(self.urls)):  # a round: each replica once, from the current one
                 replica = self._current
                 try:
-                    status, retry_after, _, data = self._request_once(replica, method, path, body, content_type)
+                    status, retry_after, _, data = self._request_once(replica, method, path, body, content_type,
+                                                                      max_bytes)
                 except (OSError, http.client.HTTPException) as exc:
                     last_error = f"{self.urls[replica]}: {type(exc).__name__}: {exc}"
                 else:
@@ -174,8 +183,10 @@ class ScoringClient:
             self._request_bytes = int(limits["max_request_bytes"])
             if self.encode and "hashing" in info:  # a service that takes encoded texts
                 spec = HashingSpec.from_dict(info["hashing"])
-                memory = (NgramMemory.from_bytes(self.request("GET", "/v1/model/memory"), spec)
-                          if spec.memory_log2_bits else None)
+                memory = None
+                if spec.memory_log2_bits:
+                    size = NgramMemory.bytes_of(spec.memory_log2_bits)
+                    memory = NgramMemory.from_bytes(self.request("GET", "/v1/model/memory", max_bytes=size), spec)
                 self._hasher = FeatureHasher(spec, memory)
             self._info = info
         return self._info

@@ -5,6 +5,7 @@ whole module; tests that kill or re-bind a service start their own.
 """
 import collections
 import http.client
+import http.server
 import io
 import json
 import os
@@ -482,6 +483,58 @@ def test_batch_policy_keeps_known_scores_and_applies_the_failure_policy():
     assert score_texts(texts, None, dead, "null").isna().all()
     with pytest.raises(ScoringUnavailable, match="after 1 attempt "):
         score_texts(texts, pd.Series([0.5, None], index=[5, 6]), dead, "fail")
+
+
+class EndlessAnswers(http.server.BaseHTTPRequestHandler):
+    """A server that is not a scoring service: its model names an n-gram memory, and every other answer
+    claims 2 GiB and streams bytes until the client hangs up (at most 256 MiB)."""
+
+    spec = HashingSpec(memory_log2_bits=20, memory_sha256="0" * 64).to_dict()
+    sent: list = []
+
+    def do_GET(self):
+        if self.path == "/v1/model":
+            body = json.dumps({"limits": {"max_request_texts": 8, "max_queue_texts": 8, "max_request_bytes": 1 << 20},
+                               "hashing": self.spec}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(2 << 30))
+        self.end_headers()
+        chunk, sent = b"\xff" * (1 << 20), 0
+        try:
+            while sent < 256 << 20:
+                self.wfile.write(chunk)
+                sent += len(chunk)
+        except OSError:
+            pass
+        self.sent.append(sent)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_client_reads_no_more_of_an_answer_than_it_may():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EndlessAnswers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        # The memory of 2**20 bits is 131,072 bytes: the client stops reading there and says so.
+        with pytest.raises(ScoringRequestError, match="/v1/model/memory answered more than 131072 bytes"):
+            ScoringClient(url, retries=0).score(["a text"])
+        with pytest.raises(ScoringRequestError, match="/v1/anything answered more than 1000 bytes"):
+            ScoringClient(url, retries=0).request("GET", "/v1/anything", max_bytes=1000)
+        deadline = time.monotonic() + 10
+        while len(EndlessAnswers.sent) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # What the server got out before the client hung up: its socket buffers, not the 256 MiB.
+        assert len(EndlessAnswers.sent) == 2 and max(EndlessAnswers.sent) < 64 << 20
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def score_config(**score):
