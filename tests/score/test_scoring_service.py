@@ -518,6 +518,7 @@ class EndlessAnswers(http.server.BaseHTTPRequestHandler):
 
 
 def test_the_client_reads_no_more_of_an_answer_than_it_may():
+    EndlessAnswers.sent.clear()  # the handler's class keeps what each answer got out
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EndlessAnswers)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
