@@ -83,6 +83,22 @@ def test_c4_markers_follow_its_line_filters():
     assert compute_signals("the code is function f() { return 1; }")["curly_bracket"] is True
 
 
+@pytest.mark.parametrize("line, code", [
+    ("the wage, समान-वेतनमानं {पारिश्रमिकं} as agreed", False),  # a translator's gloss
+    ("the word {two words} and {l’homme} here", False),
+    ("the code is function f() { return 1; }", True),
+    ("the fraction \\frac{a}{b} of it", True),                  # LaTeX
+    ("the power x^{2} of it", True),
+    ("the template says ${name} to all", True),
+    ("the wiki has {{cite web}} in it", True),
+    ('the data is {"a": 1} in it', True),
+    ("the loose { brace } here", True),
+    ("the word {gloss}s with a suffix", True),
+])
+def test_a_brace_is_code_unless_it_holds_a_gloss(line, code):
+    assert compute_signals(line)["curly_bracket"] is code
+
+
 def test_digit_symbol_and_character_repetition_signals():
     s = compute_signals("abc 123 $$$")
     assert s["digit_frac"] == pytest.approx(3 / 11)

@@ -115,13 +115,14 @@ def test_compiled_signals_match_the_reference_on_web_pages():
 # Characters where the two could part: each branch of the sentence-end pattern, closing quotes,
 # Python's whitespace against the regex module's (\x1c is one, not the other), characters whose lower
 # case is ASCII (KELVIN SIGN, dotted capital I), unsegmented scripts with combining marks, C4's
-# markers, a word over C4's 1,000-character limit, a lone surrogate, Ethiopic wordspaces (two in a
-# row are a full stop) beside the Ethiopic full stop, and wide characters beside halfwidth ones (a
-# short line is measured in display columns).
+# markers and the glosses its brace rule lets through, a word over C4's 1,000-character limit, a lone
+# surrogate, Ethiopic wordspaces (two in a row are a full stop) beside the Ethiopic full stop, and wide
+# characters beside halfwidth ones (a short line is measured in display columns).
 EDGE_PIECES = list("ab cAB.,;!?…'\"”)」』）。！？｡．\n\n \t-•#{}0123456789\x1c\x85\u2028\u3000\u00a0"
                    "\u212aİk我爱北京ไทยั्ँ\u0301:/%$€😀\ud800፡።ሰብ한かｶ") + ["፡፡",
     "...", "javascript", "JavaScript", "lorem ipsum", "Terms of Use", "privacy policy", "uses cookies",
-    "the ", "THE ", " and", "\n\n", " \n \n", "\u212aookies", "x" * 1001]
+    "the ", "THE ", " and", "\n\n", " \n \n", "\u212aookies", "x" * 1001,
+    "{gloss}", " {a gloss-word} ", "{l’a}", "\\", "x^"]
 
 
 def test_compiled_signals_match_the_reference_on_constructed_edge_cases():

@@ -416,6 +416,28 @@ cdef class SignalComputer:
         free(seen)
         return distinct
 
+    cdef Py_ssize_t _gloss_end(self, const Py_UCS4* buf, Py_ssize_t start, Py_ssize_t p, Py_ssize_t end) noexcept:
+        """Where the gloss that the "{" at ``p`` opens ends (its "}"), as ``udfs.filter.quality._GLOSS``
+        matches it in the line ``start``..``end``; -1 where that "{" opens none (code, for C4)."""
+        cdef Py_ssize_t q = p + 1
+        cdef Py_UCS4 c
+        if p > start and (self.f(buf[p - 1]) & WORD or buf[p - 1] == u'\\' or buf[p - 1] == u'$'
+                          or buf[p - 1] == u'{'):
+            return -1
+        if q >= end or not self.f(buf[q]) & LETTER:
+            return -1
+        while q < end and buf[q] != u'}':
+            c = buf[q]
+            if c == u' ':
+                if q + 1 >= end or not self.f(buf[q + 1]) & LETTER:
+                    return -1
+            elif not (self.f(c) & (LETTER | MARK) or c == u'-' or c == u"'" or c == u'\u2019'):
+                return -1
+            q += 1
+        if q >= end or (q + 1 < end and (self.f(buf[q + 1]) & WORD or buf[q + 1] == u'}')):
+            return -1
+        return q
+
     cdef tuple _lines(self, str text, const Py_UCS4* buf, unsigned char* lowered, Py_ssize_t n, Span* spans):
         """Stores the stripped non-blank lines in ``spans``; returns their number and the per-line counts."""
         cdef Py_ssize_t a = 0, b, e, i, n_lines = 0, line_words, longest_word, word_start, length, wide
@@ -502,10 +524,14 @@ cdef class SignalComputer:
                                else contains_ascii(lowered + i, length, self.lorem_ipsum_bytes))
             if not javascript:
                 if not curly_bracket:
-                    for b in range(i, e):
+                    b = i
+                    while b < e:
                         if buf[b] == u'{':
-                            curly_bracket = True
-                            break
+                            b = self._gloss_end(buf, i, b, e)
+                            if b < 0:
+                                curly_bracket = True
+                                break
+                        b += 1
                 if not policy:
                     c4_sentences += sentences
             a = next_line

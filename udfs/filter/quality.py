@@ -113,6 +113,11 @@ C4_MAX_WORD_LENGTH = 1000
 # as on a screen, so that a line of 17 Chinese characters, a whole sentence, is not short.
 FINEWEB_SHORT_LINE_CHARS = 30
 _WIDE_CHAR = regex.compile(r"[\p{East_Asian_Width=Wide}\p{East_Asian_Width=Fullwidth}]")
+# C4 rejects any "{" as code. A word or phrase in braces, standing apart from the words around it, is
+# a translator's or editor's gloss (`समान-वेतनमानं {पारिश्रमिकं}`) and not code: LaTeX (`\frac{a}`,
+# `x^{2}`), templates (`${name}`, `{{cite}}`), blocks (`{ return x; }`) and JSON are not of that form.
+_GLOSS_WORD = r"\p{L}[\p{L}\p{M}'\u2019-]*"
+_GLOSS = regex.compile(rf"(?<![\w\\${{])\{{{_GLOSS_WORD}(?: {_GLOSS_WORD})*\}}(?![\w}}])")
 TOP_NGRAMS = (2, 3, 4)
 DUP_NGRAMS = (5, 6, 7, 8, 9, 10)
 # Multiplier of the polynomial n-gram hash (odd, so it is invertible mod 2**64).
@@ -343,7 +348,7 @@ def compute_signals_reference(text: str, stop_words: Optional[FrozenSet[str]] = 
         lorem_ipsum = lorem_ipsum or LOREM_IPSUM in lower
         if javascript:
             continue
-        curly_bracket = curly_bracket or "{" in line
+        curly_bracket = curly_bracket or ("{" in line and "{" in _GLOSS.sub("", line))
         if not policy:
             c4_sentences += sentences
 
