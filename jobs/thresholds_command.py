@@ -73,7 +73,7 @@ def derive(spark, reference: str, cfg) -> dict:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
 
-    from udfs.filter.thresholds import document_words, finite, loosened, scaled, stop_words
+    from udfs.filter.thresholds import document_words, finite, following, loosened, scaled, stop_words
 
     derivation = cfg.derivation
     derived = {name: rule for name, rule in cfg.rules.items() if rule.derive}
@@ -104,12 +104,17 @@ def derive(spark, reference: str, cfg) -> dict:
     # Every rule, in conf/filter.yaml's own order: the file it includes (this preset) sets the rules' order.
     shipped = yaml.safe_load(shipped_file("filter").read_text(encoding="utf-8"))["filter"]["rules"]
     rules: dict = {name: {} for name in [*shipped, *cfg.rules] if name in cfg.rules}
-    for name, rule in derived.items():
+    derived_by_language: Dict[str, dict] = {}
+    for name, rule in derived.items():  # a rule follows one listed before it (FilterConfig.validate)
         if rule.derive == "scale":
             loosest, by_language = scaled(rule, quantile(rule.signal, 1), derivation.anchor_language)
             rules[name] = _bounds(loosest)
         else:
             by_language = loosened(rule, quantile(rule.signal, 0), quantile(rule.signal, 2), derivation)
+        if rule.follows:
+            by_language = following(rule, by_language, cfg.rules[rule.follows],
+                                    derived_by_language.get(rule.follows, {}))
+        derived_by_language[name] = by_language
         if by_language:
             rules[name]["by_language"] = {lang: _bounds(t) for lang, t in sorted(by_language.items())}
     candidates: Dict[str, list] = {}

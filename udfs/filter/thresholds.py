@@ -85,5 +85,18 @@ def loosened(rule: RuleConfig, low: Dict[str, float], high: Dict[str, float], cf
     return by_language
 
 
+def following(rule: RuleConfig, by_language: Dict[str, Thresholds], leader: RuleConfig,
+              leader_by_language: Dict[str, Thresholds]) -> Dict[str, Thresholds]:
+    """A rule that ``follows`` ``leader``: its ``by_language``, each language loosened at least to the
+    leader's threshold there less the gap between the two rules' own maxima."""
+    gap = leader.max - rule.max
+    result = dict(by_language)
+    for lang, thresholds in leader_by_language.items():
+        own = result.get(lang, Thresholds(rule.min, rule.max))
+        if thresholds.max is not None and thresholds.max - gap > own.max:
+            result[lang] = Thresholds(own.min, _rounded(thresholds.max - gap))
+    return dict(sorted(result.items()))
+
+
 def finite(value) -> Optional[float]:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
