@@ -86,6 +86,8 @@ def test_c4_markers_follow_its_line_filters():
 @pytest.mark.parametrize("line, code", [
     ("the wage, समान-वेतनमानं {पारिश्रमिकं} as agreed", False),  # a translator's gloss
     ("the word {two words} and {l’homme} here", False),
+    ("{orga your life} is a title, {gloss}, and more", False),
+    ("the search URL q={query} is code", True),                    # a template's slot
     ("the code is function f() { return 1; }", True),
     ("the fraction \\frac{a}{b} of it", True),                  # LaTeX
     ("the power x^{2} of it", True),

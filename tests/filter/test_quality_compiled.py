@@ -122,7 +122,7 @@ EDGE_PIECES = list("ab cAB.,;!?…'\"”)」』）。！？｡．\n\n \t-•#{}0
                    "\u212aİk我爱北京ไทยั्ँ\u0301:/%$€😀\ud800፡።ሰብ한かｶ") + ["፡፡",
     "...", "javascript", "JavaScript", "lorem ipsum", "Terms of Use", "privacy policy", "uses cookies",
     "the ", "THE ", " and", "\n\n", " \n \n", "\u212aookies", "x" * 1001,
-    "{gloss}", " {a gloss-word} ", "{l’a}", "\\", "x^"]
+    "{gloss}", " {a gloss-word} ", "{l’a}", "\\", "x^", "=", "\u2026"]
 
 
 def test_compiled_signals_match_the_reference_on_constructed_edge_cases():

@@ -142,6 +142,7 @@ cdef class SignalComputer:
     cdef Py_ssize_t c4_min_words, c4_max_word_length, short_line_chars
     cdef tuple top_ngrams, dup_ngrams
     cdef Py_UCS4 doubled_full_stop  # two of it in a row are a full stop (the Ethiopic wordspace)
+    cdef str gloss_followers  # marks that may follow a gloss's "}" (udfs.filter.quality._GLOSS)
     # The last stop-word list seen, its longest word, and its short ASCII words packed (see _pack).
     cdef object stop_words_seen
     cdef Py_ssize_t longest_stop_word
@@ -154,7 +155,7 @@ cdef class SignalComputer:
 
     def __init__(self, const uint16_t[::1] flags, tuple policy_words, str javascript, str lorem_ipsum,
                  Py_ssize_t c4_min_words, Py_ssize_t c4_max_word_length, Py_ssize_t short_line_chars,
-                 tuple top_ngrams, tuple dup_ngrams, Py_UCS4 doubled_full_stop):
+                 tuple top_ngrams, tuple dup_ngrams, Py_UCS4 doubled_full_stop, str gloss_followers):
         self.flags = flags
         self.policy_words = policy_words
         self.policy_bytes = tuple(word.encode("ascii") for word in policy_words)
@@ -166,6 +167,7 @@ cdef class SignalComputer:
         self.top_ngrams = top_ngrams
         self.dup_ngrams = dup_ngrams
         self.doubled_full_stop = doubled_full_stop
+        self.gloss_followers = gloss_followers
 
     def compute(self, str text, stop_words=None):
         cdef Py_ssize_t n = len(text)
@@ -421,8 +423,7 @@ cdef class SignalComputer:
         matches it in the line ``start``..``end``; -1 where that "{" opens none (code, for C4)."""
         cdef Py_ssize_t q = p + 1
         cdef Py_UCS4 c
-        if p > start and (self.f(buf[p - 1]) & WORD or buf[p - 1] == u'\\' or buf[p - 1] == u'$'
-                          or buf[p - 1] == u'{'):
+        if p > start and not self.f(buf[p - 1]) & SPACE:
             return -1
         if q >= end or not self.f(buf[q]) & LETTER:
             return -1
@@ -434,7 +435,8 @@ cdef class SignalComputer:
             elif not (self.f(c) & (LETTER | MARK) or c == u'-' or c == u"'" or c == u'\u2019'):
                 return -1
             q += 1
-        if q >= end or (q + 1 < end and (self.f(buf[q + 1]) & WORD or buf[q + 1] == u'}')):
+        if q >= end or (q + 1 < end and not self.f(buf[q + 1]) & SPACE
+                        and buf[q + 1] not in self.gloss_followers):
             return -1
         return q
 

@@ -113,11 +113,13 @@ C4_MAX_WORD_LENGTH = 1000
 # as on a screen, so that a line of 17 Chinese characters, a whole sentence, is not short.
 FINEWEB_SHORT_LINE_CHARS = 30
 _WIDE_CHAR = regex.compile(r"[\p{East_Asian_Width=Wide}\p{East_Asian_Width=Fullwidth}]")
-# C4 rejects any "{" as code. A word or phrase in braces, standing apart from the words around it, is
-# a translator's or editor's gloss (`समान-वेतनमानं {पारिश्रमिकं}`) and not code: LaTeX (`\frac{a}`,
-# `x^{2}`), templates (`${name}`, `{{cite}}`), blocks (`{ return x; }`) and JSON are not of that form.
+# C4 rejects any "{" as code. A word or phrase in braces, between spaces (or a line's ends, or a
+# following punctuation mark), is a translator's or editor's gloss (`समान-वेतनमानं {पारिश्रमिकं}`) and
+# not code: LaTeX (`\frac{a}`, `x^{2}`), templates (`${name}`, `q={query}`, `{{cite}}`), blocks
+# (`{ return x; }`) and JSON are not of that form.
 _GLOSS_WORD = r"\p{L}[\p{L}\p{M}'\u2019-]*"
-_GLOSS = regex.compile(rf"(?<![\w\\${{])\{{{_GLOSS_WORD}(?: {_GLOSS_WORD})*\}}(?![\w}}])")
+_GLOSS_FOLLOWER = ".,;:!?)]\u2026"
+_GLOSS = regex.compile(rf"(?<!\S)\{{{_GLOSS_WORD}(?: {_GLOSS_WORD})*\}}(?=\s|$|[{regex.escape(_GLOSS_FOLLOWER)}])")
 TOP_NGRAMS = (2, 3, 4)
 DUP_NGRAMS = (5, 6, 7, 8, 9, 10)
 # Multiplier of the polynomial n-gram hash (odd, so it is invertible mod 2**64).
@@ -312,7 +314,8 @@ def _compile_signals():
     flags = cached_arrays(key, lambda: {"flags": character_flags()})["flags"]
     computer = _quality_signals.SignalComputer(
         flags, POLICY_SUBSTRINGS, JAVASCRIPT, LOREM_IPSUM, C4_MIN_WORDS_PER_LINE,
-        C4_MAX_WORD_LENGTH, FINEWEB_SHORT_LINE_CHARS, TOP_NGRAMS, DUP_NGRAMS, DOUBLED_FULL_STOP)
+        C4_MAX_WORD_LENGTH, FINEWEB_SHORT_LINE_CHARS, TOP_NGRAMS, DUP_NGRAMS, DOUBLED_FULL_STOP,
+        _GLOSS_FOLLOWER)
     return tuple(compute_signals_reference("")), computer
 
 
