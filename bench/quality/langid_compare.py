@@ -1,13 +1,14 @@
 """Language ID candidates side by side: document tag accuracy per language and CPU per document.
 
     python -m bench.quality.langid_compare [--candidates filter,lid176,heliport,lingua,cld2,cld3,py3langid]
-                                           [--out per_language.tsv] [--held-out-only]
+                                           [--out per_language.tsv] [--held-out-only] [--short]
 
 Documents: every UDHR declaration (``../shared/data/corpora/multilingual/udhr-unicode``, 532, read by
 ``tools/fixtures/udhr.py``) cut into documents of whole paragraphs, 50 to 300 words (a word: a
 whitespace token, or four characters in scripts written without spaces), plus English (Wikipedia,
 Gutenberg) and Chinese (People's Daily, reviews) documents of ``../shared/data/corpora`` cut the same
-way. The gold tag is the declaration's ISO 639-3 code with the script most of its letters are in.
+way (``--short``: documents of one paragraph, 5 to 40 words, as a sentence or a caption). The gold tag
+is the declaration's ISO 639-3 code with the script most of its letters are in.
 
 A prediction is right when its ISO 639-3 tag (``udfs/filter/language_codes.py``: ``zh`` → ``cmn``,
 ``ms`` → ``zsm``) is the gold language, or when the model names the gold language's macrolanguage
@@ -32,7 +33,9 @@ from udfs.filter.language_codes import ISO639_1_TO_3, MACROLANGUAGE_WRITTEN_AS, 
 
 _WRITTEN_FOR = {individual: macro for macro, individual in MACROLANGUAGE_WRITTEN_AS.items()}
 
-MIN_WORDS, MAX_WORDS, TARGET_WORDS = 50, 300, 120
+# A document's words: at least MIN, at most MAX, cut once it reaches TARGET.
+PAGE_LENGTHS = (50, 300, 120)
+SHORT_LENGTHS = (5, 40, 5)
 CORPUS_DOCS = 300  # English and Chinese documents each, spread over their corpora
 NAMED = ["xho", "zul", "lug", "sna", "sot", "tsn", "tso", "yor", "som", "zsm", "mri", "kor", "tha"]
 UNSEGMENTED = {"Hani", "Jpan", "Thai", "Laoo", "Khmr", "Mymr", "Tibt"}
@@ -55,33 +58,35 @@ def words(text: str, script: str) -> int:
     return max(len(text.split()), len(text) // 4) if script in UNSEGMENTED else len(text.split())
 
 
-def cut(paragraphs: List[str]) -> List[str]:
-    """Consecutive paragraphs joined into documents of MIN_WORDS..MAX_WORDS words."""
+def cut(paragraphs: List[str], lengths: Tuple[int, int, int] = PAGE_LENGTHS) -> List[str]:
+    """Consecutive paragraphs joined into documents of ``lengths`` (min, max, target) words."""
+    min_words, max_words, target_words = lengths
     docs: List[str] = []
     current: List[str] = []
     count = 0
     for paragraph in paragraphs:
         n = words(paragraph, script_of(paragraph))
-        if n > MAX_WORDS:
+        if n > max_words:
             continue
-        if count + n > MAX_WORDS:
-            if count >= MIN_WORDS:
+        if count + n > max_words:
+            if count >= min_words:
                 docs.append("\n".join(current))
             current, count = [], 0
         current.append(paragraph)
         count += n
-        if count >= TARGET_WORDS:
+        if count >= target_words:
             docs.append("\n".join(current))
             current, count = [], 0
-    if count >= MIN_WORDS:
+    if count >= min_words:
         docs.append("\n".join(current))
     return docs
 
 
-def gold_documents(held_out_only: bool = False, tuning_only: bool = False) -> List[Tuple[str, str]]:
-    """(gold tag ``xho_Latn``, text) for UDHR and the English and Chinese corpora: all of it, or only the
-    text ``tools/fixtures/udhr.py`` holds out (and every other English and Chinese document), or only the
-    rest."""
+def gold_documents(held_out_only: bool = False, tuning_only: bool = False,
+                   lengths: Tuple[int, int, int] = PAGE_LENGTHS) -> List[Tuple[str, str]]:
+    """(gold tag ``xho_Latn``, text) for UDHR and the English and Chinese corpora, documents of ``lengths``
+    words: all of it, or only the text ``tools/fixtures/udhr.py`` holds out (and every other English and
+    Chinese document), or only the rest."""
     from tools.fixtures.corpus_docs import book_parts, news_articles, web_pages, wiki_articles
 
     def wanted(held_out: bool) -> bool:
@@ -93,12 +98,12 @@ def gold_documents(held_out_only: bool = False, tuning_only: bool = False) -> Li
             continue
         parts = [(None, declaration.preamble)] + sorted(declaration.articles.items())
         paragraphs = [p for number, ps in parts for p in ps if wanted(is_held_out(declaration.iso6393, number))]
-        for text in cut(paragraphs):
+        for text in cut(paragraphs, lengths):
             docs.append((f"{GOLD_ALIASES.get(declaration.iso6393, declaration.iso6393)}_{script_of(text)}", text))
     english = [d["text"] for d in wiki_articles() + book_parts()]
     chinese = [d["text"] for d in news_articles()] + [d["text"] for d in web_pages() if script_of(d["text"]) == "Hani"]
     for gold, texts in (("eng_Latn", english), ("cmn_Hani", chinese)):
-        cut_docs = [doc for text in texts for doc in cut([p for p in text.split("\n") if p.strip()])]
+        cut_docs = [doc for text in texts for doc in cut([p for p in text.split("\n") if p.strip()], lengths)]
         spread = cut_docs[::max(1, len(cut_docs) // CORPUS_DOCS)][:CORPUS_DOCS]
         docs.extend((gold, doc) for i, doc in enumerate(spread) if wanted(i % 2 == 1))
     return docs
@@ -234,9 +239,11 @@ def main() -> None:
     parser.add_argument("--out", help="write the per-language table (TSV) here")
     parser.add_argument("--held-out-only", action="store_true",
                         help="only the held-out text of tools/fixtures/udhr.py (what no cut-off was tuned on)")
+    parser.add_argument("--short", action="store_true",
+                        help="documents of one paragraph, 5 to 40 words (a sentence), instead of 50 to 300")
     args = parser.parse_args()
 
-    docs = gold_documents(held_out_only=args.held_out_only)
+    docs = gold_documents(held_out_only=args.held_out_only, lengths=SHORT_LENGTHS if args.short else PAGE_LENGTHS)
     golds = sorted({gold for gold, _ in docs})
     print(f"{len(docs)} documents in {len(golds)} language/script tags")
     table = {}
