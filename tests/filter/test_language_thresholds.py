@@ -125,9 +125,18 @@ def test_derive_thresholds_writes_a_preset_the_filter_loads(spark, tmp_path):
     reference = tmp_path / "reference.jsonl"
     reference.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     cfg = load().filter
-    cfg = dataclasses.replace(cfg, derivation=dataclasses.replace(cfg.derivation, stop_words=8, stop_word_candidates=24))
+    # A rule that follows gopher_dup_5gram on a signal these texts never raise (no "#"): loosened only by following.
+    follower = RuleConfig(ruleset="gopher_quality", signal="hash_word_ratio", max=0.01, derive="quantile",
+                          follows="gopher_dup_5gram")
+    cfg = dataclasses.replace(cfg, rules={**cfg.rules, "hash_follower": follower},
+                              derivation=dataclasses.replace(cfg.derivation, stop_words=8, stop_word_candidates=24))
     output = tmp_path / "preset.yaml"
-    write_preset(derive(spark, str(reference), cfg), output, str(reference))
+    section = derive(spark, str(reference), cfg)
+    five = section["rules"]["gopher_dup_5gram"]["by_language"]  # each line repeated: loosened for both
+    assert set(five) == {"en", "xx"}
+    assert section["rules"].pop("hash_follower")["by_language"] == {
+        lang: {"max": round(t["max"] - (0.15 - 0.01), 4)} for lang, t in five.items()}
+    write_preset(section, output, str(reference))
 
     preset = yaml.safe_load(output.read_text(encoding="utf-8"))["filter"]
     assert set(preset["stop_words"]) == {"en", "xx"}  # yy has fewer than min_documents documents
