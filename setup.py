@@ -54,6 +54,8 @@ setup(
         "fugashi>=1.3,<2",
         "unidic-lite>=1.0.8,<1.1",
         "regex>=2023.0",
+        # SIL's ISO 639-3 macrolanguage table (udfs/filter/language_codes.py macrolanguage)
+        "iso639-lang>=2.6,<3",
         "presidio-analyzer>=2.2.366,<3",
         "phonenumbers>=8.13,<10",
         "python-stdnum>=1.20,<3",

@@ -15,6 +15,7 @@ output on the UDHR reference (``python -m bench.quality.filter_languages --write
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional
 
@@ -94,6 +95,15 @@ def derive(spark, reference: str, cfg) -> dict:
                      .withColumn("rank", F.row_number().over(
                          Window.partitionBy("lang").orderBy(F.desc("count"), "word")))
                      .where(F.col("rank") <= derivation.stop_word_candidates).collect())
+        candidates: Dict[str, list] = {}
+        for row in frequency:
+            candidates.setdefault(row["lang"], []).append((row["word"], row["count"]))
+        # Which candidates each document holds, as (language, words) -> documents holding just those.
+        held = {lang: frozenset(word for word, _ in words) for lang, words in candidates.items()}
+        held_udf = F.udf(lambda text, lang: sorted(held[lang].intersection(document_words(text, segmentation.get(lang)))),
+                         ArrayType(StringType()))
+        patterns = (docs.where(F.col("lang").isin(list(held))).select("lang", held_udf("text", "lang").alias("words"))
+                    .groupBy("lang", "words").count().collect())
     finally:
         docs.unpersist()
 
@@ -117,12 +127,16 @@ def derive(spark, reference: str, cfg) -> dict:
         derived_by_language[name] = by_language
         if by_language:
             rules[name]["by_language"] = {lang: _bounds(t) for lang, t in sorted(by_language.items())}
-    candidates: Dict[str, list] = {}
-    for row in frequency:
-        candidates.setdefault(row["lang"], []).append((row["word"], row["count"]))
+    documents: Dict[str, list] = {}
+    for row in patterns:
+        documents.setdefault(row["lang"], []).append((frozenset(row["words"]), row["count"]))
+    # A language's list gives each of its reference documents one stop word more than the rule asks,
+    # so that new text of each variety its tag is given to clears the rule too.
+    per_document = 1 + max((math.ceil(rule.min) for rule in cfg.rules.values()
+                            if rule.signal == "stop_words" and rule.min is not None), default=0)
     return {
-        "stop_words": {lang: stop_words(words, derivation) for lang, words in sorted(candidates.items())
-                       if len(words) >= derivation.stop_words},
+        "stop_words": {lang: stop_words(words, derivation, documents.get(lang, ()), per_document)
+                       for lang, words in sorted(candidates.items()) if len(words) >= derivation.stop_words},
         "rules": rules,
         "_documents": {lang: row["documents"] for lang, row in sorted(languages.items())},
     }

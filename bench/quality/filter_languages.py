@@ -39,8 +39,8 @@ from corpusmill.config import build, read_yaml
 from tools.fixtures.corpus_docs import book_parts
 from tools.fixtures.shared_data import shared
 from tools.fixtures.udhr import HELD_OUT_ARTICLES, Declaration, declarations, is_held_out, is_held_out_language
-from udfs.filter.langid import CLD2_LANGUAGES, load_classifier
-from udfs.filter.language_codes import iso639_3, script_of, two_letter
+from udfs.filter.langid import CLD2_LANGUAGES, LanguageIdentifier, load_classifier
+from udfs.filter.language_codes import iso639_3, macrolanguage, script_of, two_letter
 from udfs.filter.rules import DocumentFilter, FilterConfig
 
 # Four parts: C4's five sentences and Gopher's 50 words are met by a web page's worth of text.
@@ -113,15 +113,33 @@ def write_reference(path: Path, with_held_out_languages: bool) -> None:
             out.write(json.dumps({"text": "\n\n".join(reviews[i:i + REVIEWS_PER_PAGE]), "lang": "zh",
                                   "source": f"{CHINESE_REVIEWS}#{i}"}, ensure_ascii=False) + "\n")
             n += 1
+        named = named_by_language_id()
+        language_id = LanguageIdentifier.from_config(FilterConfig().language)
         for declaration in declarations():
             if declaration.iso6393 in ("", "und", "eng", "cmn") or (
                     is_held_out_language(declaration.iso6393) and not with_held_out_languages):
                 continue
-            for text in documents(declaration, held_out=False, articles_only=with_held_out_languages):
-                out.write(json.dumps({"text": text, "lang": two_letter(declaration.iso6393),
-                                      "source": declaration.code}, ensure_ascii=False) + "\n")
+            texts = documents(declaration, held_out=False, articles_only=with_held_out_languages)
+            for text, lang in zip(texts, reference_tags(declaration.iso6393, texts, named, language_id)):
+                out.write(json.dumps({"text": text, "lang": lang, "source": declaration.code}, ensure_ascii=False) + "\n")
                 n += 1
     print(f"{n} reference documents -> {path}")
+
+
+def reference_tags(code: str, texts: List[str], named: frozenset, language_id: LanguageIdentifier) -> List[str]:
+    """The ``lang`` each reference text of language ``code`` stands for. A language the language ID has
+    no label for, whose macrolanguage it has, is tagged as that macrolanguage where the language ID says
+    so (Ayacucho Quechua as ``qu``): the macrolanguage's thresholds and stop words then hold for the
+    languages its tag is given to, as FineWeb-2 derives a label's statistics from the documents given it."""
+    own = two_letter(code)
+    macro = macrolanguage(code)
+    if code in named or macro is None:
+        return [own] * len(texts)
+    macro_tag = two_letter(macro)
+    tags = language_id.identify(texts)
+    confident = FilterConfig().language.is_confident
+    return [macro_tag if lang == macro_tag and confident(lang, score) and not doubted else own
+            for lang, score, doubted in zip(tags.lang, tags.lang_score, tags.doubted)]
 
 
 def evaluate(cfg: FilterConfig, only: Optional[set], seed: int) -> None:

@@ -7,7 +7,7 @@ import pytest
 from corpusmill.config import ConfigError
 from tools.fixtures.udhr import declarations
 from udfs.filter.langid import CLD2_LANGUAGES, LanguageIdentifier, cld2_answer, load_classifier
-from udfs.filter.language_codes import iso639_3, language_script_tag, script_of, two_letter
+from udfs.filter.language_codes import iso639_3, language_script_tag, macrolanguage, script_of, two_letter
 from udfs.filter.rules import DocumentFilter, FilterConfig, LanguageConfig
 
 XHOSA = ("Bonke abantu bazalwa bekhululekile belingana ngesidima nangokweemfanelo. Bonke abantu banesiphiwo "
@@ -48,6 +48,11 @@ def test_a_label_becomes_an_iso_639_3_tag_and_a_lang(label, tag, lang):
 ])
 def test_the_script_is_that_of_most_letters(text, script):
     assert script_of(text) == script
+
+
+def test_a_language_s_macrolanguage_is_sil_s():
+    assert macrolanguage("quy") == "que" and macrolanguage("gnw") == "grn" and macrolanguage("prs") == "fas"
+    assert macrolanguage("que") is None and macrolanguage("niv") is None and macrolanguage("") is None
 
 
 def test_undetermined_has_no_script():

@@ -89,6 +89,18 @@ def test_stop_words_are_the_short_words_found_in_most_documents():
     assert stop_words(counts, cfg) == ["and", "of", "the"]  # "a" is short but not frequent enough
 
 
+def test_stop_words_give_every_variety_of_a_language_its_words():
+    cfg = dataclasses.replace(FilterConfig().derivation, stop_words=4, stop_word_candidates=7)
+    # Five documents spelt one way, three another (one tag for both, as lid.176's qu for every Quechua).
+    counts = [("i", 5), ("o", 5), ("y", 5), ("kay", 5), ("pi", 3), ("chay", 3), ("mana", 3)]
+    documents = [(frozenset({"i", "o", "y", "kay"}), 5), (frozenset({"pi", "chay", "mana"}), 3)]
+    assert stop_words(counts, cfg) == ["i", "o", "pi", "y"]  # the second spelling's documents hold one
+    # y goes (the first spelling keeps two), chay comes (the second gets two); pi stays, which they need.
+    assert stop_words(counts, cfg, documents, per_document=2) == ["chay", "i", "o", "pi"]
+    covered = [(frozenset({"i", "o", "y", "pi"}), 8)]  # a list every document passes stays as it is
+    assert stop_words(counts, cfg, covered, per_document=2) == stop_words(counts, cfg)
+
+
 def test_document_words_are_distinct_lowercased_and_none_for_unsegmented_scripts():
     assert document_words("Umntu wonke, UMNTU.") == ["umntu", "wonke"]
     assert document_words("ทุกคนมีสิทธิ") == [] and document_words(None) == []
@@ -121,7 +133,10 @@ def test_derive_thresholds_writes_a_preset_the_filter_loads(spark, tmp_path):
     prose = "The committee met on Tuesday and agreed to publish the report of the year in the spring.\n"
     long_words = "Ngokwesiqhelo abantwana bayakuthanda ukudlala ngaphandle kwendlu yabo yonke imihla\n"
     rows = [{"text": prose * (3 + i % 4), "lang": "en"} for i in range(8)]
+    # Three documents of xx spelt another way: only "ukudlala" among the list's shortest words.
+    variety = "Ngokwesikhathisonke izinganezethuzonke ziyathandisisakakhulu ukudlala phandlekakhulukakhulu\n"
     rows += [{"text": long_words * (3 + i % 4), "lang": "xx"} for i in range(8)] + [{"text": "Too few.", "lang": "yy"}]
+    rows += [{"text": variety * (3 + i % 3), "lang": "xx"} for i in range(3)]
     reference = tmp_path / "reference.jsonl"
     reference.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     cfg = load().filter
@@ -141,6 +156,9 @@ def test_derive_thresholds_writes_a_preset_the_filter_loads(spark, tmp_path):
     preset = yaml.safe_load(output.read_text(encoding="utf-8"))["filter"]
     assert set(preset["stop_words"]) == {"en", "xx"}  # yy has fewer than min_documents documents
     assert preset["stop_words"]["en"] == sorted(["and", "in", "met", "of", "on", "the", "to", "year"])
+    # xx's list gives the other spelling's documents three words (the rule asks two): two of theirs.
+    assert set(preset["stop_words"]["xx"]) & set(variety.lower().split()) == {
+        "ukudlala", "izinganezethuzonke", "ngokwesikhathisonke"}
     word_length = preset["rules"]["gopher_mean_word_length"]
     assert word_length["by_language"]["en"] == {"min": 3.0, "max": 10.0}
     assert word_length["by_language"]["xx"]["min"] > 3.0 * 1.5  # its words are twice English's

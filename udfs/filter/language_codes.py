@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections import Counter
+from typing import Optional
 
 import regex
 
@@ -65,6 +66,19 @@ def iso639_3(label: str) -> str:
     label = label.lower()
     code = NOT_ISO_LABELS.get(label) or ISO639_1_TO_3.get(label, label)
     return MACROLANGUAGE_WRITTEN_AS.get(code, code)
+
+
+def macrolanguage(code: str) -> Optional[str]:
+    """The ISO 639-3 macrolanguage an individual language belongs to (``quy`` → ``que``, ``gnw`` →
+    ``grn``), from SIL's table as the ``iso639-lang`` package ships it; None for a language in none."""
+    from iso639 import Lang  # its tables take ~0.1 s to load, and only reference labelling asks
+    from iso639.exceptions import InvalidLanguageValue
+
+    try:
+        found = Lang(code).macro()
+    except InvalidLanguageValue:
+        return None
+    return found.pt3 if found is not None else None
 
 
 def two_letter(code: str) -> str:

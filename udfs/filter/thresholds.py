@@ -21,7 +21,7 @@ of a web page. Stop words are the short words found in most of a language's refe
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import regex
 
@@ -45,11 +45,35 @@ def document_words(text: Optional[str], segmenter: Optional[str] = None) -> List
     return sorted({word.lower() for word in _WORD.findall(text)})
 
 
-def stop_words(candidates: Sequence[Tuple[str, int]], cfg: DerivationConfig) -> List[str]:
+def stop_words(candidates: Sequence[Tuple[str, int]], cfg: DerivationConfig,
+               documents: Sequence[Tuple[FrozenSet[str], int]] = (), per_document: int = 0) -> List[str]:
     """The ``cfg.stop_words`` shortest of the ``cfg.stop_word_candidates`` words of highest document
-    frequency; ``candidates`` are (word, documents), in any order."""
+    frequency; ``candidates`` are (word, documents), in any order.
+
+    ``documents`` are the candidate words each reference document holds (with how many documents hold
+    just those). Where some hold fewer than ``per_document`` of the list, a word of theirs replaces the
+    longest word no document needs to keep ``per_document``: a tag
+    given to several varieties (lid.176's ``qu`` to every Quechua, each spelt its own way) then gets a
+    list its documents all pass, and a list every document passes already stays as it is."""
     by_frequency = sorted(candidates, key=lambda wc: (-wc[1], wc[0]))[:cfg.stop_word_candidates]
-    return sorted(word for word, _ in sorted(by_frequency, key=lambda wc: (len(wc[0]), -wc[1], wc[0]))[:cfg.stop_words])
+    preferred = [word for word, _ in sorted(by_frequency, key=lambda wc: (len(wc[0]), -wc[1], wc[0]))]
+    chosen = preferred[:cfg.stop_words]
+    added: List[str] = []  # words taken for the documents short of words stay
+    for _ in range(len(preferred)):  # each round adds a word not chosen before: bounded by the candidates
+        hits = [(len(words.intersection(chosen)), words, n) for words, n in documents]
+        short = [(words, n) for held, words, n in hits if held < per_document]
+        outside = [word for word in preferred if word not in chosen]
+        if not short or not outside:
+            break
+        gain = {word: sum(n for words, n in short if word in words) for word in outside}
+        best = max(outside, key=lambda word: (gain[word], -preferred.index(word)))
+        removable = [word for word in reversed(chosen) if word not in added and not any(
+                     word in words and held - 1 < per_document for held, words, _ in hits)]
+        if gain[best] == 0 or not removable:
+            break
+        chosen = [word for word in chosen if word != removable[0]] + [best]
+        added.append(best)
+    return sorted(chosen)
 
 
 def _rounded(value: Optional[float]) -> Optional[float]:
