@@ -4,7 +4,7 @@ and the filter's whole identifier (tags, scripts, CLD2's second opinion).
     python -m bench.speed.langid_bench --input out/demo/extract/kept [--docs 4000]
 
 Reads the ``text`` of up to ``--docs`` documents of a Parquet dataset (e.g. a run's ``extract/kept``),
-makes the line the filter gives the model (``LanguageIdentifier.line``, its first 5,000 characters),
+makes the line the filter gives the model (``LanguageIdentifier.line``, its first ``filter.language.max_chars``),
 and times, in CPU ms per document: fastText's ``predict``, the compiled classifier on its first pass
 over the lines (its word cache filling) and on a second pass (the cache warm), then fastText again.
 It checks that both give the same label and probability on every line. Then, on the texts, the
@@ -29,7 +29,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--input", required=True, help="a Parquet dataset with a text column")
     parser.add_argument("--docs", type=int, default=4000)
-    parser.add_argument("--max-chars", type=int, default=5000, help="as filter.language.max_chars")
+    parser.add_argument("--max-chars", type=int, default=LanguageConfig().max_chars,
+                        help="as filter.language.max_chars (default: the config's)")
     args = parser.parse_args()
 
     texts = [t for t in ds.dataset(args.input).head(args.docs, columns=["text"]).column("text").to_pylist() if t]
