@@ -100,8 +100,8 @@ def derive(spark, reference: str, cfg) -> dict:
             candidates.setdefault(row["lang"], []).append((row["word"], row["count"]))
         # Which candidates each document holds, as (language, words) -> documents holding just those.
         held = {lang: frozenset(word for word, _ in words) for lang, words in candidates.items()}
-        held_udf = F.udf(lambda text, lang: sorted(held[lang].intersection(document_words(text, segmentation.get(lang)))),
-                         ArrayType(StringType()))
+        held_udf = F.udf(lambda text, lang: sorted(
+            held[lang].intersection(document_words(text, segmentation.get(lang)))), ArrayType(StringType()))
         patterns = (docs.where(F.col("lang").isin(list(held))).select("lang", held_udf("text", "lang").alias("words"))
                     .groupBy("lang", "words").count().collect())
     finally:

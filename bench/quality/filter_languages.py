@@ -121,7 +121,8 @@ def write_reference(path: Path, with_held_out_languages: bool) -> None:
                 continue
             texts = documents(declaration, held_out=False, articles_only=with_held_out_languages)
             for text, lang in zip(texts, reference_tags(declaration.iso6393, texts, named, language_id)):
-                out.write(json.dumps({"text": text, "lang": lang, "source": declaration.code}, ensure_ascii=False) + "\n")
+                out.write(json.dumps({"text": text, "lang": lang, "source": declaration.code},
+                                     ensure_ascii=False) + "\n")
                 n += 1
     print(f"{n} reference documents -> {path}")
 
