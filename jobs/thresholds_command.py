@@ -81,6 +81,7 @@ def derive(spark, reference: str, cfg) -> dict:
     signals = sorted({rule.signal for rule in derived.values()})
     segmentation = cfg.word_segmentation
     docs = reference_frame(spark, reference, signals, segmentation).persist()
+    worded = None
     try:
         q = derivation.quantile
         stats = docs.groupBy("lang").agg(F.count(F.lit(1)).alias("documents"), *[
@@ -88,9 +89,11 @@ def derive(spark, reference: str, cfg) -> dict:
         languages = {row["lang"]: row for row in stats if row["documents"] >= derivation.min_documents}
         if not languages:
             raise ConfigError(f"--reference {reference}: no language has {derivation.min_documents} documents")
+        # Each document's words, found once: for the candidates' frequency, then for which each holds.
         words_udf = F.udf(lambda text, lang: document_words(text, segmentation.get(lang)), ArrayType(StringType()))
-        frequency = (docs.where(F.col("lang").isin(list(languages)))
-                     .select("lang", F.explode(words_udf("text", "lang")).alias("word"))
+        worded = (docs.where(F.col("lang").isin(list(languages)))
+                  .select("lang", words_udf("text", "lang").alias("words")).persist())
+        frequency = (worded.select("lang", F.explode("words").alias("word"))
                      .groupBy("lang", "word").count()
                      .withColumn("rank", F.row_number().over(
                          Window.partitionBy("lang").orderBy(F.desc("count"), "word")))
@@ -100,11 +103,13 @@ def derive(spark, reference: str, cfg) -> dict:
             candidates.setdefault(row["lang"], []).append((row["word"], row["count"]))
         # Which candidates each document holds, as (language, words) -> documents holding just those.
         held = {lang: frozenset(word for word, _ in words) for lang, words in candidates.items()}
-        held_udf = F.udf(lambda text, lang: sorted(
-            held[lang].intersection(document_words(text, segmentation.get(lang)))), ArrayType(StringType()))
-        patterns = (docs.where(F.col("lang").isin(list(held))).select("lang", held_udf("text", "lang").alias("words"))
+        held_udf = F.udf(lambda words, lang: sorted(held[lang].intersection(words)), ArrayType(StringType()))
+        patterns = (worded.where(F.col("lang").isin(list(held)))
+                    .select("lang", held_udf("words", "lang").alias("words"))
                     .groupBy("lang", "words").count().collect())
     finally:
+        if worded is not None:
+            worded.unpersist()
         docs.unpersist()
 
     def quantile(signal: str, index: int) -> Dict[str, float]:

@@ -41,7 +41,7 @@ from tools.fixtures.shared_data import shared
 from tools.fixtures.udhr import HELD_OUT_ARTICLES, Declaration, declarations, is_held_out, is_held_out_language
 from udfs.filter.langid import CLD2_LANGUAGES, LanguageIdentifier, load_classifier
 from udfs.filter.language_codes import iso639_3, macrolanguage, script_of, two_letter
-from udfs.filter.rules import DocumentFilter, FilterConfig
+from udfs.filter.rules import DocumentFilter, FilterConfig, LanguageConfig
 
 # Four parts: C4's five sentences and Gopher's 50 words are met by a web page's worth of text.
 PARTS_PER_DOCUMENT = 4
@@ -114,20 +114,22 @@ def write_reference(path: Path, with_held_out_languages: bool) -> None:
                                   "source": f"{CHINESE_REVIEWS}#{i}"}, ensure_ascii=False) + "\n")
             n += 1
         named = named_by_language_id()
-        language_id = LanguageIdentifier.from_config(FilterConfig().language)
+        language = FilterConfig().language
+        language_id = LanguageIdentifier.from_config(language)
         for declaration in declarations():
             if declaration.iso6393 in ("", "und", "eng", "cmn") or (
                     is_held_out_language(declaration.iso6393) and not with_held_out_languages):
                 continue
             texts = documents(declaration, held_out=False, articles_only=with_held_out_languages)
-            for text, lang in zip(texts, reference_tags(declaration.iso6393, texts, named, language_id)):
+            for text, lang in zip(texts, reference_tags(declaration.iso6393, texts, named, language_id, language)):
                 out.write(json.dumps({"text": text, "lang": lang, "source": declaration.code},
                                      ensure_ascii=False) + "\n")
                 n += 1
     print(f"{n} reference documents -> {path}")
 
 
-def reference_tags(code: str, texts: List[str], named: frozenset, language_id: LanguageIdentifier) -> List[str]:
+def reference_tags(code: str, texts: List[str], named: frozenset, language_id: LanguageIdentifier,
+                   language: LanguageConfig) -> List[str]:
     """The ``lang`` each reference text of language ``code`` stands for. A language the language ID has
     no label for, whose macrolanguage it has, is tagged as that macrolanguage where the language ID says
     so (Ayacucho Quechua as ``qu``): the macrolanguage's thresholds and stop words then hold for the
@@ -138,8 +140,7 @@ def reference_tags(code: str, texts: List[str], named: frozenset, language_id: L
         return [own] * len(texts)
     macro_tag = two_letter(macro)
     tags = language_id.identify(texts)
-    confident = FilterConfig().language.is_confident
-    return [macro_tag if lang == macro_tag and confident(lang, score) and not doubted else own
+    return [macro_tag if lang == macro_tag and language.is_confident(lang, score) and not doubted else own
             for lang, score, doubted in zip(tags.lang, tags.lang_score, tags.doubted)]
 
 
