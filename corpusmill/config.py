@@ -73,9 +73,14 @@ def _check_type(value: Any, tp: Any, key: str) -> Any:
     return value
 
 
+# Once per class: a config holds hundreds of the same small sections (a threshold per rule and language),
+# and every Python worker builds the shipped defaults when it imports the config classes.
+_type_hints = functools.lru_cache(maxsize=None)(typing.get_type_hints)
+
+
 def build(cls: type, data: dict, prefix: str = "") -> Any:
     """Build dataclass ``cls`` from ``data``, rejecting unknown keys and wrong types."""
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
     for key in data:
         if key not in known:
@@ -189,7 +194,7 @@ def defaults_from_yaml(section: str, *path: str) -> Callable[[type], type]:
             if key not in names:
                 raise ConfigError(f"{file.name}: {where}.{key}: {cls.__name__} has no field {key} "
                                   f"(fields: {', '.join(names)})")
-        hints = typing.get_type_hints(cls)
+        hints = _type_hints(cls)
         for name in names:
             value = _check_type(shipped[name], hints[name], f"{where}.{name}")
             if value is None or isinstance(value, (str, int, float, bool)):

@@ -1,13 +1,15 @@
 """Language tags: lid.176 with CLD2's second opinion, ISO 639-3 + script tags (``xho_Latn``), the two-letter
 ``lang`` kept as before, and the per-language confidence cut-offs of conf/filter.yaml."""
-from collections import defaultdict
+import random
+from collections import Counter, defaultdict
 
 import pytest
 
 from corpusmill.config import ConfigError
 from tools.fixtures.udhr import declarations
 from udfs.filter.langid import CLD2_LANGUAGES, LanguageIdentifier, cld2_answer, load_classifier
-from udfs.filter.language_codes import iso639_3, language_script_tag, macrolanguage, script_of, two_letter
+from udfs.filter.language_codes import (_SCRIPT_COUNTER, _SCRIPT_OF_LETTER, iso639_3, language_script_tag,
+                                        macrolanguage, script_of, two_letter)
 from udfs.filter.rules import DocumentFilter, FilterConfig, LanguageConfig
 
 XHOSA = ("Bonke abantu bazalwa bekhululekile belingana ngesidima nangokweemfanelo. Bonke abantu banesiphiwo "
@@ -48,6 +50,28 @@ def test_a_label_becomes_an_iso_639_3_tag_and_a_lang(label, tag, lang):
 ])
 def test_the_script_is_that_of_most_letters(text, script):
     assert script_of(text) == script
+
+
+def _most_common_script(sample):
+    """The counting ``udfs/filter/_script_counts.pyx`` compiles, as its docstring defines it."""
+    counts = Counter()
+    for char, n in Counter(sample).items():
+        if char.isalpha():
+            counts[_SCRIPT_OF_LETTER[char]] += n
+    if counts["Kana"]:
+        counts["Jpan"] = counts.pop("Kana") + counts.pop("Hani", 0)
+    return counts.most_common(1)[0][0] if counts else "Zyyy"
+
+
+def test_the_compiled_script_count_is_the_counter_s():
+    rng = random.Random(7)
+    samples = [" ".join(d.preamble)[:300] for d in declarations()]
+    # ties (first met wins, a Japanese sum loses), astral letters, surrogates, unassigned code points
+    samples += ["ab\u0430\u0431", "\u0430\u0431ab", "\u3042\u4e2dab", "ab\u3042\u4e2d", "\u4e2d\u0430",
+                "\U00020000\U0001e900x", "\ud800a\udfff", "\U000e0001\U0010ffff", ""]
+    pool = [chr(rng.randrange(0x110000)) for _ in range(3000)] + list("aé\u0430\u3042\u30a2\u4e2d\uac00 .,1")
+    samples += ["".join(rng.choice(pool) for _ in range(rng.randrange(1, 300))) for _ in range(2000)]
+    assert [_SCRIPT_COUNTER.most_common(s) for s in samples] == [_most_common_script(s) for s in samples]
 
 
 def test_a_language_s_macrolanguage_is_sil_s():

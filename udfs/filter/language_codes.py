@@ -7,10 +7,11 @@ only. The code tables are SIL's ISO 639-3 code table (its ``Part1`` column, 184 
 from __future__ import annotations
 
 import unicodedata
-from collections import Counter
 from typing import Optional
 
 import regex
+
+from udfs.filter._script_counts import ScriptCounter
 
 # ISO 639-1 → ISO 639-3 (SIL's iso-639-3.tab, every row with a Part1 code).
 ISO639_1_TO_3 = {
@@ -120,6 +121,7 @@ class _ScriptOfLetter(dict):
 
 
 _SCRIPT_OF_LETTER = _ScriptOfLetter()
+_SCRIPT_COUNTER = ScriptCounter(_SCRIPT_OF_LETTER.__getitem__)
 
 
 def script_of(text: str) -> str:
@@ -131,15 +133,7 @@ def script_of(text: str) -> str:
         return "Latn" if _ASCII_LETTER.search(sample) else "Zyyy"
     if not _NON_LATIN_LETTER.search(sample):  # answered without a count
         return "Latn" if _LATIN_LETTER.search(sample) else "Zyyy"
-    counts: Counter = Counter()
-    for char, n in Counter(sample).items():  # each distinct character once
-        if char.isalpha():
-            counts[_SCRIPT_OF_LETTER[char]] += n
-    if not counts:
-        return "Zyyy"
-    if counts["Kana"]:
-        counts["Jpan"] = counts.pop("Kana") + counts.pop("Hani", 0)
-    return counts.most_common(1)[0][0]
+    return _SCRIPT_COUNTER.most_common(sample)  # counted in compiled code (udfs/filter/_script_counts.pyx)
 
 
 def language_script_tag(code: str, script: str) -> str:

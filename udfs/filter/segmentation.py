@@ -59,15 +59,16 @@ def segmenter(name: str) -> Callable[[str], List[str]]:
 # scripts, where a count of distinct stop words and a mean length have long settled): the segmenters
 # cost more per character than all the other signals together, and a sample bounds that per document,
 # as language ID reads a prefix.
-SEGMENTED_CHARS = 1000
+SEGMENTED_CHARS = 500
 
 
 def segmented_words(text: str, name: str) -> List[str]:
     """The lowercased words (tokens with a letter) of the first ``SEGMENTED_CHARS`` characters of
     ``text`` by segmenter ``name``."""
-    # isalpha first: most tokens are letters only, and the regex is only asked about the rest
+    # isalpha first: most tokens are letters only; the rest are mostly single marks, which isalpha has
+    # answered, and the regex is only asked about longer ones
     return [word for word in segmenter(name)(text[:SEGMENTED_CHARS].lower())
-            if word.isalpha() or _LETTER.search(word)]
+            if word.isalpha() or (len(word) > 1 and _LETTER.search(word))]
 
 
 def word_signals(words: List[str], stop_words: Optional[frozenset]) -> dict:
