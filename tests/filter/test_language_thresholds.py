@@ -121,6 +121,22 @@ def test_the_default_config_keeps_held_out_udhr_text_in_xhosa_zulu_korean_and_th
     assert columns["_outcome"] == ["kept"] * 8, list(zip(columns["lang"], columns["reject_rule"]))
 
 
+@pytest.mark.slow
+def test_c4_s_five_sentences_are_loosened_where_a_language_marks_fewer():
+    from tools.fixtures.udhr import declarations
+
+    shared("corpora/multilingual/udhr-unicode/declaration")
+    # Articles 4..7: one sentence each in Lao, which runs article 7's two English sentences together
+    lao = next(d for d in declarations() if d.code == "lao")
+    text = "\n\n".join("\n".join(lao.articles[n]) for n in (4, 5, 6, 7))
+    english = " ".join(["The river rises in the hills to the north of the town and flows south."] * 4)
+    columns = DocumentFilter(FilterConfig()).apply([text, english])
+    assert columns["lang"] == ["lo", "en"] and columns["lang_confident"] == [True, True]
+    assert columns["c4_sentences"] == [4, 4]
+    assert "c4_few_sentences" not in columns["failed_rules"][0], columns["failed_rules"][0]
+    assert "c4_few_sentences" in columns["failed_rules"][1]
+
+
 def test_derive_thresholds_writes_a_preset_the_filter_loads(spark, tmp_path):
     import json
 
