@@ -15,8 +15,8 @@ from conftest import shared
 from corpusmill.config import ConfigError, build
 from jobs.stages.filter.perplexity import with_perplexity, with_ppl_bucket
 from tools.ngram_lm_train import estimate, main, paragraphs_of_file
-from udfs.filter.ngram_lm import (BOS, EOS, UNK, KenLMModel, NgramModel, load_model, read_arpa, tokenize, tokenize_all,
-                                  tokenize_lines, tokenize_reference, write_arpa)
+from udfs.filter.ngram_lm import (BOS, EOS, UNK, KenLMModel, NgramModel, document_sums_reference, load_model, read_arpa,
+                                  tokenize, tokenize_all, tokenize_lines, tokenize_reference, write_arpa)
 from udfs.filter.perplexity import MODELS_DIR, SHIPPED, PerplexityConfig, PerplexityScorer, scored_part
 
 # ---------------------------------------------------------------- estimation and the ARPA format
@@ -411,6 +411,11 @@ def test_compiled_scores_and_perplexities_equal_the_numpy_reference(zh_model):
         lists = [t for text in texts for t in tokenize_all(text.split("\n"))]
         lists += [["never-seen", "words", "0"], []]
         assert np.array_equal(model.token_scores(lists), model.token_scores_reference(lists))
+        # The documents' sums read straight from the text: those of the token lists, to the bit
+        parts = [scored_part(t, cfg.max_chars) for t in texts + every_code_point()]
+        for counted in (False, True):
+            sums, reference_sums = model.document_sums(parts, counted), document_sums_reference(model, parts, counted)
+            assert np.array_equal(sums[0], reference_sums[0]) and np.array_equal(sums[1], reference_sums[1])
         reference = [reference_perplexity(model, t, lang in cfg.count_punctuation, cfg.max_chars) for t in texts]
         assert sum(r is None for r in reference) >= 3  # empty texts
         compiled = scorer.score(texts, [lang] * len(texts))

@@ -8,9 +8,12 @@
 * ``NgramTables``: ``NgramModel``'s n-gram hashes in open-addressing hash tables, scored one token at a
   time with the numpy reader's rule (the longest n-gram present gives the probability, plus the backoff
   of each longer context missed), adding in the same order, so the values are the same to the bit.
+  ``document_sums`` scans a document with ``Tokenizer``'s classes and finds each token's id in a table
+  of the vocabulary's code points, making no Python string or list per token.
 """
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
+from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport calloc, free, malloc
 
@@ -146,6 +149,8 @@ cdef struct Weights:  # a slot's log10 probability and backoff, read together
 
 
 cdef uint64_t SLOT_MULTIPLIER = 0x9E3779B97F4A7C15ULL  # Fibonacci hashing of a key to its slot
+cdef uint64_t FNV_OFFSET = 0xCBF29CE484222325ULL  # FNV-1a over a word's code points
+cdef uint64_t FNV_PRIME = 0x100000001B3ULL
 
 
 cdef class NgramTables:
@@ -164,7 +169,16 @@ cdef class NgramTables:
     cdef int* shifts
     cdef uint64_t* powers
     cdef dict vocab
-    cdef Py_ssize_t unk, bos, eos
+    cdef Py_ssize_t unk, bos, eos, zero
+    # The vocabulary by its code points: per slot, a word's hash (0: empty), id, and where its code
+    # points lie in word_chars.
+    cdef uint64_t* word_hashes
+    cdef Py_ssize_t* word_ids
+    cdef Py_ssize_t* word_starts
+    cdef Py_ssize_t* word_lengths
+    cdef Py_UCS4* word_chars
+    cdef uint64_t word_mask
+    cdef int word_shift
 
     def __cinit__(self, keys, logp, bow, powers, dict vocab, Py_ssize_t unk, Py_ssize_t bos, Py_ssize_t eos,
                   bint suffix_closed):
@@ -177,6 +191,8 @@ cdef class NgramTables:
         self.suffix_closed = suffix_closed
         self.vocab = vocab
         self.unk, self.bos, self.eos = unk, bos, eos
+        self.zero = vocab.get("0", unk)  # every digit run is the token "0"
+        self.index_words(vocab)
         self.keys = <uint64_t**>calloc(self.order, sizeof(uint64_t*))
         self.weights = <Weights**>calloc(self.order, sizeof(Weights*))
         self.masks = <uint64_t*>malloc(self.order * sizeof(uint64_t))
@@ -222,6 +238,59 @@ cdef class NgramTables:
         free(self.masks)
         free(self.shifts)
         free(self.powers)
+        free(self.word_hashes)
+        free(self.word_ids)
+        free(self.word_starts)
+        free(self.word_lengths)
+        free(self.word_chars)
+
+    cdef void index_words(self, dict vocab) except *:
+        cdef Py_ssize_t size, at = 0, j, length
+        cdef uint64_t h, slot
+        cdef int bits = 1
+        cdef str word
+        while (<Py_ssize_t>1 << bits) < 2 * len(vocab) + 1:
+            bits += 1
+        size = <Py_ssize_t>1 << bits
+        self.word_mask, self.word_shift = size - 1, 64 - bits
+        self.word_hashes = <uint64_t*>calloc(size, sizeof(uint64_t))
+        self.word_ids = <Py_ssize_t*>calloc(size, sizeof(Py_ssize_t))
+        self.word_starts = <Py_ssize_t*>calloc(size, sizeof(Py_ssize_t))
+        self.word_lengths = <Py_ssize_t*>calloc(size, sizeof(Py_ssize_t))
+        self.word_chars = <Py_UCS4*>malloc(max(1, sum(len(w) for w in vocab)) * sizeof(Py_UCS4))
+        if (self.word_hashes == NULL or self.word_ids == NULL or self.word_starts == NULL
+                or self.word_lengths == NULL or self.word_chars == NULL):
+            raise MemoryError()
+        for word, word_id in vocab.items():
+            length = len(word)
+            h = FNV_OFFSET
+            for j in range(length):
+                self.word_chars[at + j] = word[j]
+                h = (h ^ <uint64_t>word[j]) * FNV_PRIME
+            h = h or 1
+            slot = (h * SLOT_MULTIPLIER) >> self.word_shift
+            while self.word_hashes[slot] != 0:
+                slot = (slot + 1) & self.word_mask
+            self.word_hashes[slot], self.word_ids[slot] = h, word_id
+            self.word_starts[slot], self.word_lengths[slot] = at, length
+            at += length
+
+    cdef inline Py_ssize_t word_id(self, int kind, const void* data, Py_ssize_t start, Py_ssize_t end,
+                                   uint64_t h) noexcept:
+        """The id of the text's code points ``start:end`` (hash ``h``), or ``unk``."""
+        cdef uint64_t slot = (h * SLOT_MULTIPLIER) >> self.word_shift
+        cdef Py_ssize_t j, length = end - start
+        cdef Py_UCS4* chars
+        while self.word_hashes[slot] != 0:
+            if self.word_hashes[slot] == h and self.word_lengths[slot] == length:
+                chars = &self.word_chars[self.word_starts[slot]]
+                for j in range(length):
+                    if chars[j] != PyUnicode_READ(kind, data, start + j):
+                        break
+                else:
+                    return self.word_ids[slot]
+            slot = (slot + 1) & self.word_mask
+        return self.unk
 
     cdef inline uint64_t slot(self, int n, uint64_t key) noexcept:
         return key & self.masks[0] if n == 0 else (key * SLOT_MULTIPLIER) >> self.shifts[n]
@@ -238,10 +307,45 @@ cdef class NgramTables:
             slot = (slot + 1) & self.masks[n]
         return slot
 
+    cdef void score_ids(self, const Py_ssize_t* ids, Py_ssize_t length, Py_ssize_t* current,
+                        Py_ssize_t* previous, double* scores) noexcept:
+        """log10 probability of ``ids[1:length]`` read as a sentence (``ids[0]`` is ``<s>``) into
+        ``scores``; ``current`` and ``previous``: ``order`` slots each, scratch."""
+        cdef Py_ssize_t j, slot
+        cdef Py_ssize_t* swap
+        cdef int n, m, orders, longest
+        cdef uint64_t key
+        cdef double logprob
+        for j in range(length):
+            orders = min(self.order, j + 1)
+            key = 0
+            logprob = 0.0
+            longest = 0
+            for n in range(orders):  # the longest n-gram present gives the probability
+                key += <uint64_t>(ids[j - n] + 1) * self.powers[n]
+                slot = self.find(n, key)
+                current[n] = slot
+                if slot >= 0:
+                    logprob = self.weights[n][slot].logp
+                    longest = n + 1
+                elif self.suffix_closed:
+                    for m in range(n + 1, orders):
+                        current[m] = -1
+                    break
+            if j > 0:  # <s> is given, not predicted
+                for n in range(min(self.order - 1, j)):  # backoffs of the longer contexts missed
+                    slot = previous[n]
+                    if slot >= 0 and longest <= n + 1:
+                        logprob += self.weights[n][slot].bow
+                scores[j - 1] = logprob
+            swap = previous
+            previous = current
+            current = swap
+
     def token_scores(self, list token_lists):
         """log10 probability of every token and each ``</s>`` of the token lists read as sentences
         (``<s>`` … ``</s>``), concatenated: ``NgramModel.token_scores``."""
-        cdef Py_ssize_t total = 0, longest_list = 0, length, j, k = 0, t, slot
+        cdef Py_ssize_t total = 0, longest_list = 0, length, k = 0, t
         cdef list tokens
         cdef PyObject* found
         for tokens in token_lists:
@@ -253,10 +357,6 @@ cdef class NgramTables:
         # Slots (-1: absent) of the n-grams ending at the current and at the previous position, per order.
         cdef Py_ssize_t* current = <Py_ssize_t*>malloc(self.order * sizeof(Py_ssize_t))
         cdef Py_ssize_t* previous = <Py_ssize_t*>malloc(self.order * sizeof(Py_ssize_t))
-        cdef Py_ssize_t* swap
-        cdef int n, m, orders, longest
-        cdef uint64_t key
-        cdef double logprob
         if ids == NULL or current == NULL or previous == NULL:
             free(ids)
             free(current)
@@ -270,34 +370,81 @@ cdef class NgramTables:
                     found = PyDict_GetItem(self.vocab, tokens[t])
                     ids[t + 1] = self.unk if found == NULL else <Py_ssize_t><object>found
                 ids[length - 1] = self.eos
-                for j in range(length):
-                    orders = min(self.order, j + 1)
-                    key = 0
-                    logprob = 0.0
-                    longest = 0
-                    for n in range(orders):  # the longest n-gram present gives the probability
-                        key += <uint64_t>(ids[j - n] + 1) * self.powers[n]
-                        slot = self.find(n, key)
-                        current[n] = slot
-                        if slot >= 0:
-                            logprob = self.weights[n][slot].logp
-                            longest = n + 1
-                        elif self.suffix_closed:
-                            for m in range(n + 1, orders):
-                                current[m] = -1
-                            break
-                    if j > 0:  # <s> is given, not predicted
-                        for n in range(min(self.order - 1, j)):  # backoffs of the longer contexts missed
-                            slot = previous[n]
-                            if slot >= 0 and longest <= n + 1:
-                                logprob += self.weights[n][slot].bow
-                        scores[k] = logprob
-                        k += 1
-                    swap = previous
-                    previous = current
-                    current = swap
+                self.score_ids(ids, length, current, previous, &scores[k])
+                k += length - 1
         finally:
             free(ids)
             free(current)
             free(previous)
         return out
+
+    def document_sums(self, Tokenizer tokenizer, list texts, bint count_punctuation):
+        """Per normalised, lowercased text: the sum of what ``token_scores`` gives the tokens and ends of
+        ``tokenizer.line_tokens(text)``, punctuation marks left out unless ``count_punctuation`` (they
+        are context only: ``word_mask``), added in their order; and how many were added."""
+        cdef Py_ssize_t d, i, n, start, m, j, count
+        cdef Py_UCS4 c
+        cdef int cls, kind
+        cdef const void* data
+        cdef uint64_t h
+        cdef double total
+        cdef str text
+        totals = np.zeros(len(texts))
+        counts = np.zeros(len(texts), dtype=np.int64)
+        cdef double[::1] total_of = totals
+        cdef long long[::1] count_of = counts
+        cdef Py_ssize_t longest = max([PyUnicode_GET_LENGTH(t) for t in texts], default=0) + 2
+        # Per line: the ids (<s> first), whether each token is a word, and the scores
+        cdef Py_ssize_t* ids = <Py_ssize_t*>malloc(longest * sizeof(Py_ssize_t))
+        cdef unsigned char* word = <unsigned char*>malloc(longest)
+        cdef double* scores = <double*>malloc(longest * sizeof(double))
+        cdef Py_ssize_t* current = <Py_ssize_t*>malloc(self.order * sizeof(Py_ssize_t))
+        cdef Py_ssize_t* previous = <Py_ssize_t*>malloc(self.order * sizeof(Py_ssize_t))
+        if ids == NULL or word == NULL or scores == NULL or current == NULL or previous == NULL:
+            free(ids)
+            free(word)
+            free(scores)
+            free(current)
+            free(previous)
+            raise MemoryError()
+        try:
+            for d in range(len(texts)):
+                text = texts[d]
+                n, kind, data = PyUnicode_GET_LENGTH(text), PyUnicode_KIND(text), PyUnicode_DATA(text)
+                total, count, m, i = 0.0, 0, 1, 0
+                ids[0] = self.bos
+                while i <= n:
+                    c = PyUnicode_READ(kind, data, i) if i < n else u"\n"
+                    if c == u"\n":  # a line's end, and the text's: score the line's tokens, if any
+                        if m > 1:
+                            ids[m] = self.eos
+                            word[m] = 1
+                            self.score_ids(ids, m + 1, current, previous, scores)
+                            for j in range(1, m + 1):
+                                if count_punctuation or word[j]:
+                                    total += scores[j - 1]
+                                    count += 1
+                            m = 1
+                        i += 1
+                        continue
+                    cls = tokenizer.char_class(c)
+                    start = i
+                    h = (FNV_OFFSET ^ <uint64_t>c) * FNV_PRIME
+                    i += 1
+                    if cls == SKIP:
+                        continue
+                    if cls == LETTER or cls == DIGIT:
+                        while i < n and tokenizer.char_class(PyUnicode_READ(kind, data, i)) == cls:
+                            h = (h ^ <uint64_t>PyUnicode_READ(kind, data, i)) * FNV_PRIME
+                            i += 1
+                    ids[m] = self.zero if Py_UNICODE_ISDIGIT(c) else self.word_id(kind, data, start, i, h or 1)
+                    word[m] = Py_UNICODE_ISALNUM(c)
+                    m += 1
+                total_of[d], count_of[d] = total, count
+        finally:
+            free(ids)
+            free(word)
+            free(scores)
+            free(current)
+            free(previous)
+        return totals, counts

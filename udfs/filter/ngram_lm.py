@@ -347,6 +347,10 @@ class NgramModel:
         values as ``token_scores_reference``."""
         return self.tables.token_scores(token_lists)
 
+    def document_sums(self, texts: Sequence[str], count_punctuation: bool) -> Tuple[np.ndarray, np.ndarray]:
+        """``document_sums_reference``, read from each text in compiled code (no string per token)."""
+        return self.tables.document_sums(_TOKENIZER, [_normalized(text) for text in texts], count_punctuation)
+
     def token_scores_reference(self, token_lists: Sequence[Sequence[str]]) -> np.ndarray:
         """``token_scores`` in numpy: the definition the compiled tables reproduce."""
         return self.score_sequences([self.ids(tokens) for tokens in token_lists])
@@ -362,6 +366,9 @@ class KenLMModel:
 
         self.model = kenlm.Model(path)
         self.order = self.model.order
+
+    def document_sums(self, texts: Sequence[str], count_punctuation: bool) -> Tuple[np.ndarray, np.ndarray]:
+        return document_sums_reference(self, texts, count_punctuation)
 
     def token_scores(self, token_lists: Sequence[Sequence[str]]) -> np.ndarray:
         full_scores = self.model.full_scores
@@ -379,13 +386,28 @@ def kenlm_available() -> bool:
 
 
 def load_model(path: str, backend: str = "auto"):
-    """A scorer with ``token_scores``: KenLM when ``backend`` is kenlm, else the built-in reader (its
+    """A scorer with ``token_scores`` and ``document_sums``: KenLM when ``backend`` is kenlm, else the built-in reader (its
     compiled tables score several times KenLM's tokens per second)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "kenlm":
         return KenLMModel(path)
     return NgramModel.load(path)
+
+
+def document_sums_reference(model, texts: Sequence[str], count_punctuation: bool) -> Tuple[np.ndarray, np.ndarray]:
+    """Per text: the sum of the log10 probabilities ``model.token_scores`` gives its lines' tokens and
+    ends (punctuation marks only with ``count_punctuation``; otherwise they are context), and how many
+    were added."""
+    docs = [tokenize_lines(text) for text in texts]
+    flat = [tokens for doc in docs for tokens in doc]
+    scores = model.token_scores(flat)
+    doc_of = np.repeat(np.arange(len(docs)), [sum(len(tokens) + 1 for tokens in doc) for doc in docs])
+    if not count_punctuation:
+        counted = word_mask(flat)
+        doc_of, scores = doc_of[counted], scores[counted]
+    return (np.bincount(doc_of, weights=scores, minlength=len(docs)),
+            np.bincount(doc_of, minlength=len(docs)))
 
 
 def perplexity(model, paragraphs: Sequence[str]) -> float:

@@ -26,11 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-import numpy as np
-
 from corpusmill.config import ConfigError, defaults_from_yaml, require_file
 from udfs.common.worker import worker_resource
-from udfs.filter.ngram_lm import BACKENDS, load_model, tokenize_lines, word_mask
+from udfs.filter.ngram_lm import BACKENDS, load_model
 
 MODELS_DIR = Path(__file__).resolve().parent / "lm_models"
 SHIPPED = "shipped"
@@ -139,15 +137,9 @@ class PerplexityScorer:
             if text is not None and lang in self.cfg.models:
                 by_lang.setdefault(lang, []).append(i)
         for lang, indices in by_lang.items():
-            docs = [tokenize_lines(scored_part(texts[i], self.cfg.max_chars)) for i in indices]
-            flat = [p for doc in docs for p in doc]
-            scores = self.model(lang).token_scores(flat)
-            doc_of = np.repeat(np.arange(len(docs)), [sum(len(p) + 1 for p in doc) for doc in docs])
-            if lang not in self.cfg.count_punctuation:  # marks are context, not predictions
-                counted = word_mask(flat)
-                doc_of, scores = doc_of[counted], scores[counted]
-            totals = np.bincount(doc_of, weights=scores, minlength=len(docs))
-            counts = np.bincount(doc_of, minlength=len(docs))
+            # marks are context, not predictions, except in count_punctuation languages
+            parts = [scored_part(texts[i], self.cfg.max_chars) for i in indices]
+            totals, counts = self.model(lang).document_sums(parts, lang in self.cfg.count_punctuation)
             for i, total, count in zip(indices, totals, counts):
                 out[i] = float(10 ** (-total / count)) if count else None  # no tokens: nothing to judge
         return out
