@@ -96,7 +96,8 @@ cdef class ScriptCounter:
             japanese = counts[self.kana] + counts[self.hani]  # added last: loses a tie
             counts[self.kana] = counts[self.hani] = 0
         for s in range(n):
-            if counts[s] and (best < 0 or counts[s] > counts[best] or (counts[s] == counts[best] and first[s] < first[best])):
+            if counts[s] and (best < 0 or counts[s] > counts[best]
+                              or (counts[s] == counts[best] and first[s] < first[best])):
                 best = s
         if japanese and (best < 0 or japanese > counts[best]):
             return "Jpan"

@@ -386,8 +386,8 @@ def kenlm_available() -> bool:
 
 
 def load_model(path: str, backend: str = "auto"):
-    """A scorer with ``token_scores`` and ``document_sums``: KenLM when ``backend`` is kenlm, else the built-in reader (its
-    compiled tables score several times KenLM's tokens per second)."""
+    """A scorer with ``token_scores`` and ``document_sums``: KenLM when ``backend`` is kenlm, else the
+    built-in reader (its compiled tables score several times KenLM's tokens per second)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "kenlm":
