@@ -8,9 +8,10 @@
 * ``NgramTables``: ``NgramModel``'s n-gram hashes in open-addressing hash tables, scored one token at a
   time with the numpy reader's rule (the longest n-gram present gives the probability, plus the backoff
   of each longer context missed), adding in the same order, so the values are the same to the bit.
-  ``document_sums`` scans a document with ``Tokenizer``'s classes and finds each token's id in a table
+  ``document_sums`` scans a document with ``Tokenizer``'s own step and finds each token's id in a table
   of the vocabulary's code points, making no Python string or list per token.
 """
+cimport cython
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ
@@ -33,6 +34,12 @@ cdef enum:
     DIGIT = 3     # \d+: a run
     MARK = 4      # [^\w\s]: a token of its own
 
+# What ``Tokenizer.next_token`` found.
+cdef enum:
+    TOKEN = 0
+    LINE_END = 1  # a "\n"
+    TEXT_END = 2
+
 cdef unsigned char ASCII_CLASS[128]
 
 
@@ -53,6 +60,7 @@ for _c in range(128):
     ASCII_CLASS[_c] = unicode_class(<Py_UCS4>_c)
 
 
+@cython.final  # its cdef methods are called directly, not through a table, in NgramTables' loop too
 cdef class Tokenizer:
     """Tokens of normalised, lowercased text. ``cjk_ranges``: (first, last) code points of the
     scripts whose every character is a token."""
@@ -86,34 +94,46 @@ cdef class Tokenizer:
                 return CJK
         return unicode_class(c)
 
+    cdef inline int next_token(self, int kind, const void* data, Py_ssize_t n, Py_ssize_t* start,
+                               Py_ssize_t* end) noexcept:
+        """The step of every scan: from ``end[0]`` on, past what no token takes, the next token
+        (``start[0]:end[0]``, ``TOKEN``), line end (``end[0]`` past it, ``LINE_END``) or ``TEXT_END``."""
+        cdef Py_ssize_t i = end[0]
+        cdef Py_UCS4 c
+        cdef int cls
+        while i < n:
+            c = PyUnicode_READ(kind, data, i)
+            if c == u"\n":
+                end[0] = i + 1
+                return LINE_END
+            cls = self.char_class(c)
+            if cls != SKIP:
+                start[0] = i
+                i += 1
+                if cls == LETTER or cls == DIGIT:
+                    while i < n and self.char_class(PyUnicode_READ(kind, data, i)) == cls:
+                        i += 1
+                end[0] = i
+                return TOKEN
+            i += 1
+        end[0] = n
+        return TEXT_END
+
     cdef list scan(self, str text, bint by_line):
         """Tokens of ``text``; with ``by_line``, a list per line ("\\n") that has any."""
-        cdef Py_ssize_t n = len(text), i = 0, start
-        cdef Py_UCS4 c
-        cdef int kind
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), start = 0, end = 0
+        cdef int kind = PyUnicode_KIND(text), step = TOKEN
+        cdef const void* data = PyUnicode_DATA(text)
         cdef list lines = [], tokens = []
-        while i < n:
-            c = text[i]
-            if c == u"\n" and by_line:
-                if tokens:
-                    lines.append(tokens)
-                    tokens = []
-                i += 1
-                continue
-            kind = self.char_class(c)
-            start = i
-            i += 1
-            if kind == SKIP:
-                continue
-            if kind == LETTER or kind == DIGIT:
-                while i < n and self.char_class(text[i]) == kind:
-                    i += 1
-            tokens.append(self.zero if Py_UNICODE_ISDIGIT(c) else text[start:i])
-        if not by_line:
-            return tokens
-        if tokens:
-            lines.append(tokens)
-        return lines
+        while step != TEXT_END:
+            step = self.next_token(kind, data, n, &start, &end)
+            if step == TOKEN:
+                tokens.append(self.zero if Py_UNICODE_ISDIGIT(PyUnicode_READ(kind, data, start))
+                              else text[start:end])
+            elif by_line and tokens:
+                lines.append(tokens)
+                tokens = []
+        return lines if by_line else tokens
 
     def tokens(self, str text):
         """The tokens of ``text`` (one paragraph)."""
@@ -151,6 +171,15 @@ cdef struct Weights:  # a slot's log10 probability and backoff, read together
 cdef uint64_t SLOT_MULTIPLIER = 0x9E3779B97F4A7C15ULL  # Fibonacci hashing of a key to its slot
 cdef uint64_t FNV_OFFSET = 0xCBF29CE484222325ULL  # FNV-1a over a word's code points
 cdef uint64_t FNV_PRIME = 0x100000001B3ULL
+
+
+cdef inline uint64_t word_hash(int kind, const void* data, Py_ssize_t start, Py_ssize_t end) noexcept:
+    """FNV-1a of the code points ``start:end``; never 0, which marks an empty slot."""
+    cdef uint64_t h = FNV_OFFSET
+    cdef Py_ssize_t j
+    for j in range(start, end):
+        h = (h ^ <uint64_t>PyUnicode_READ(kind, data, j)) * FNV_PRIME
+    return h or 1
 
 
 cdef class NgramTables:
@@ -263,11 +292,9 @@ cdef class NgramTables:
             raise MemoryError()
         for word, word_id in vocab.items():
             length = len(word)
-            h = FNV_OFFSET
             for j in range(length):
                 self.word_chars[at + j] = word[j]
-                h = (h ^ <uint64_t>word[j]) * FNV_PRIME
-            h = h or 1
+            h = word_hash(PyUnicode_KIND(word), PyUnicode_DATA(word), 0, length)
             slot = (h * SLOT_MULTIPLIER) >> self.word_shift
             while self.word_hashes[slot] != 0:
                 slot = (slot + 1) & self.word_mask
@@ -275,10 +302,9 @@ cdef class NgramTables:
             self.word_starts[slot], self.word_lengths[slot] = at, length
             at += length
 
-    cdef inline Py_ssize_t word_id(self, int kind, const void* data, Py_ssize_t start, Py_ssize_t end,
-                                   uint64_t h) noexcept:
-        """The id of the text's code points ``start:end`` (hash ``h``), or ``unk``."""
-        cdef uint64_t slot = (h * SLOT_MULTIPLIER) >> self.word_shift
+    cdef inline Py_ssize_t word_id(self, int kind, const void* data, Py_ssize_t start, Py_ssize_t end) noexcept:
+        """The id of the text's code points ``start:end``, or ``unk``."""
+        cdef uint64_t h = word_hash(kind, data, start, end), slot = (h * SLOT_MULTIPLIER) >> self.word_shift
         cdef Py_ssize_t j, length = end - start
         cdef Py_UCS4* chars
         while self.word_hashes[slot] != 0:
@@ -382,11 +408,10 @@ cdef class NgramTables:
         """Per normalised, lowercased text: the sum of what ``token_scores`` gives the tokens and ends of
         ``tokenizer.line_tokens(text)``, punctuation marks left out unless ``count_punctuation`` (they
         are context only: ``word_mask``), added in their order; and how many were added."""
-        cdef Py_ssize_t d, i, n, start, m, j, count
+        cdef Py_ssize_t d, n, start, end, m, j, count
         cdef Py_UCS4 c
-        cdef int cls, kind
+        cdef int kind, step
         cdef const void* data
-        cdef uint64_t h
         cdef double total
         cdef str text
         totals = np.zeros(len(texts))
@@ -411,35 +436,24 @@ cdef class NgramTables:
             for d in range(len(texts)):
                 text = texts[d]
                 n, kind, data = PyUnicode_GET_LENGTH(text), PyUnicode_KIND(text), PyUnicode_DATA(text)
-                total, count, m, i = 0.0, 0, 1, 0
+                total, count, m, start, end, step = 0.0, 0, 1, 0, 0, TOKEN
                 ids[0] = self.bos
-                while i <= n:
-                    c = PyUnicode_READ(kind, data, i) if i < n else u"\n"
-                    if c == u"\n":  # a line's end, and the text's: score the line's tokens, if any
-                        if m > 1:
-                            ids[m] = self.eos
-                            word[m] = 1
-                            self.score_ids(ids, m + 1, current, previous, scores)
-                            for j in range(1, m + 1):
-                                if count_punctuation or word[j]:
-                                    total += scores[j - 1]
-                                    count += 1
-                            m = 1
-                        i += 1
-                        continue
-                    cls = tokenizer.char_class(c)
-                    start = i
-                    h = (FNV_OFFSET ^ <uint64_t>c) * FNV_PRIME
-                    i += 1
-                    if cls == SKIP:
-                        continue
-                    if cls == LETTER or cls == DIGIT:
-                        while i < n and tokenizer.char_class(PyUnicode_READ(kind, data, i)) == cls:
-                            h = (h ^ <uint64_t>PyUnicode_READ(kind, data, i)) * FNV_PRIME
-                            i += 1
-                    ids[m] = self.zero if Py_UNICODE_ISDIGIT(c) else self.word_id(kind, data, start, i, h or 1)
-                    word[m] = Py_UNICODE_ISALNUM(c)
-                    m += 1
+                while step != TEXT_END:
+                    step = tokenizer.next_token(kind, data, n, &start, &end)
+                    if step == TOKEN:
+                        c = PyUnicode_READ(kind, data, start)
+                        ids[m] = self.zero if Py_UNICODE_ISDIGIT(c) else self.word_id(kind, data, start, end)
+                        word[m] = Py_UNICODE_ISALNUM(c)
+                        m += 1
+                    elif m > 1:  # a line's end, or the text's: score the line's tokens
+                        ids[m] = self.eos
+                        word[m] = 1
+                        self.score_ids(ids, m + 1, current, previous, scores)
+                        for j in range(1, m + 1):
+                            if count_punctuation or word[j]:
+                                total += scores[j - 1]
+                                count += 1
+                        m = 1
                 total_of[d], count_of[d] = total, count
         finally:
             free(ids)
