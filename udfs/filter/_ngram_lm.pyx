@@ -404,20 +404,28 @@ cdef class NgramTables:
             free(previous)
         return out
 
+    cdef inline double unigram(self, Py_ssize_t word_id) noexcept:
+        """log10 probability of the word alone (its unigram)."""
+        cdef Py_ssize_t slot = self.find(0, <uint64_t>(word_id + 1) * self.powers[0])
+        return self.weights[0][slot].logp if slot >= 0 else 0.0
+
     def document_sums(self, Tokenizer tokenizer, list texts, bint count_punctuation):
         """Per normalised, lowercased text: the sum of what ``token_scores`` gives the tokens and ends of
         ``tokenizer.line_tokens(text)``, punctuation marks left out unless ``count_punctuation`` (they
-        are context only: ``word_mask``), added in their order; and how many were added."""
-        cdef Py_ssize_t d, n, start, end, m, j, count
+        are context only: ``word_mask``), added in their order, and how many were added; of those in
+        the vocabulary, the sum of each one's score less its unigram's, and how many."""
+        cdef Py_ssize_t d, n, start, end, m, j, count, known
         cdef Py_UCS4 c
         cdef int kind, step
         cdef const void* data
-        cdef double total
+        cdef double total, gain
         cdef str text
         totals = np.zeros(len(texts))
         counts = np.zeros(len(texts), dtype=np.int64)
-        cdef double[::1] total_of = totals
-        cdef long long[::1] count_of = counts
+        gains = np.zeros(len(texts))
+        known_counts = np.zeros(len(texts), dtype=np.int64)
+        cdef double[::1] total_of = totals, gain_of = gains
+        cdef long long[::1] count_of = counts, known_of = known_counts
         cdef Py_ssize_t longest = max([PyUnicode_GET_LENGTH(t) for t in texts], default=0) + 2
         # Per line: the ids (<s> first), whether each token is a word, and the scores
         cdef Py_ssize_t* ids = <Py_ssize_t*>malloc(longest * sizeof(Py_ssize_t))
@@ -436,7 +444,7 @@ cdef class NgramTables:
             for d in range(len(texts)):
                 text = texts[d]
                 n, kind, data = PyUnicode_GET_LENGTH(text), PyUnicode_KIND(text), PyUnicode_DATA(text)
-                total, count, m, start, end, step = 0.0, 0, 1, 0, 0, TOKEN
+                total, count, gain, known, m, start, end, step = 0.0, 0, 0.0, 0, 1, 0, 0, TOKEN
                 ids[0] = self.bos
                 while step != TEXT_END:
                     step = tokenizer.next_token(kind, data, n, &start, &end)
@@ -453,12 +461,15 @@ cdef class NgramTables:
                             if count_punctuation or word[j]:
                                 total += scores[j - 1]
                                 count += 1
+                                if ids[j] != self.unk:
+                                    gain += scores[j - 1] - self.unigram(ids[j])
+                                    known += 1
                         m = 1
-                total_of[d], count_of[d] = total, count
+                total_of[d], count_of[d], gain_of[d], known_of[d] = total, count, gain, known
         finally:
             free(ids)
             free(word)
             free(scores)
             free(current)
             free(previous)
-        return totals, counts
+        return totals, counts, gains, known_counts

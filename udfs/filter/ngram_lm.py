@@ -28,7 +28,7 @@ import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
@@ -48,6 +48,17 @@ _CJK_RANGES = ((0x2E80, 0x2FDF), (0x3040, 0x30FF), (0x3100, 0x312F), (0x31A0, 0x
 _CJK = "".join(f"{chr(first)}-{chr(last)}" for first, last in _CJK_RANGES)
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W\d_{_CJK}]+|\d+|[^\w\s]")
 _TOKENIZER = _ngram_lm.Tokenizer(_CJK_RANGES)
+
+
+class DocumentSums(NamedTuple):
+    """Per document, over its counted predictions (words and line ends; punctuation marks too where
+    they count): the sum of their log10 probabilities and how many; and, of those in the model's
+    vocabulary, the sum of each one's log10 probability less its unigram's, and how many."""
+
+    totals: np.ndarray
+    counts: np.ndarray
+    order_gains: np.ndarray
+    known: np.ndarray
 
 
 def _normalized(text: str) -> str:
@@ -347,9 +358,16 @@ class NgramModel:
         values as ``token_scores_reference``."""
         return self.tables.token_scores(token_lists)
 
-    def document_sums(self, texts: Sequence[str], count_punctuation: bool) -> Tuple[np.ndarray, np.ndarray]:
+    def document_sums(self, texts: Sequence[str], count_punctuation: bool) -> DocumentSums:
         """``document_sums_reference``, read from each text in compiled code (no string per token)."""
-        return self.tables.document_sums(_TOKENIZER, [_normalized(text) for text in texts], count_punctuation)
+        return DocumentSums(*self.tables.document_sums(_TOKENIZER, [_normalized(text) for text in texts],
+                                                       count_punctuation))
+
+    def unigram_scores(self, token_lists: Sequence[Sequence[str]]) -> Tuple[np.ndarray, np.ndarray]:
+        """Per token and list end (as ``token_scores``): its unigram's log10 probability, and whether it
+        is in the vocabulary."""
+        ids = np.fromiter((i for tokens in token_lists for i in (*self.ids(tokens), self.eos)), dtype=np.int64)
+        return self.logp[0][self._lookup(1, ids.astype(np.uint64) + np.uint64(1))[0]], ids != self.unk
 
     def token_scores_reference(self, token_lists: Sequence[Sequence[str]]) -> np.ndarray:
         """``token_scores`` in numpy: the definition the compiled tables reproduce."""
@@ -367,8 +385,16 @@ class KenLMModel:
         self.model = kenlm.Model(path)
         self.order = self.model.order
 
-    def document_sums(self, texts: Sequence[str], count_punctuation: bool) -> Tuple[np.ndarray, np.ndarray]:
+    def document_sums(self, texts: Sequence[str], count_punctuation: bool) -> DocumentSums:
         return document_sums_reference(self, texts, count_punctuation)
+
+    def unigram_scores(self, token_lists: Sequence[Sequence[str]]) -> Tuple[np.ndarray, np.ndarray]:
+        score, model = self.model.score, self.model
+        tokens = [t for ts in token_lists for t in (*ts, EOS)]
+        # </s> alone is the empty sentence's end without its start
+        return (np.array([score("", bos=False, eos=True) if t == EOS else score(t, bos=False, eos=False)
+                          for t in tokens], dtype=np.float64),
+                np.array([t == EOS or t in model for t in tokens], dtype=bool))
 
     def token_scores(self, token_lists: Sequence[Sequence[str]]) -> np.ndarray:
         full_scores = self.model.full_scores
@@ -395,19 +421,21 @@ def load_model(path: str, backend: str = "auto"):
     return NgramModel.load(path)
 
 
-def document_sums_reference(model, texts: Sequence[str], count_punctuation: bool) -> Tuple[np.ndarray, np.ndarray]:
-    """Per text: the sum of the log10 probabilities ``model.token_scores`` gives its lines' tokens and
-    ends (punctuation marks only with ``count_punctuation``; otherwise they are context), and how many
-    were added."""
+def document_sums_reference(model, texts: Sequence[str], count_punctuation: bool) -> DocumentSums:
+    """``DocumentSums`` from ``model.token_scores`` and ``model.unigram_scores`` of each text's lines
+    (punctuation marks counted only with ``count_punctuation``; otherwise they are context)."""
     docs = [tokenize_lines(text) for text in texts]
     flat = [tokens for doc in docs for tokens in doc]
     scores = model.token_scores(flat)
+    unigrams, known = model.unigram_scores(flat)
     doc_of = np.repeat(np.arange(len(docs)), [sum(len(tokens) + 1 for tokens in doc) for doc in docs])
     if not count_punctuation:
         counted = word_mask(flat)
-        doc_of, scores = doc_of[counted], scores[counted]
-    return (np.bincount(doc_of, weights=scores, minlength=len(docs)),
-            np.bincount(doc_of, minlength=len(docs)))
+        doc_of, scores, unigrams, known = doc_of[counted], scores[counted], unigrams[counted], known[counted]
+    return DocumentSums(np.bincount(doc_of, weights=scores, minlength=len(docs)),
+                        np.bincount(doc_of, minlength=len(docs)),
+                        np.bincount(doc_of[known], weights=scores[known] - unigrams[known], minlength=len(docs)),
+                        np.bincount(doc_of[known], minlength=len(docs)))
 
 
 def perplexity(model, paragraphs: Sequence[str]) -> float:

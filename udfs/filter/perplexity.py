@@ -9,8 +9,16 @@ the length-weighted mean of the paragraphs' log-perplexities, so one bad block r
 proportion to its length. A document in a language without a model gets null, never a guess from
 another language's model.
 
-Two decisions use it:
+The same pass gives ``word_order_gain``: over the document's predicted words that the model knows,
+the mean of log10 P(word | its n-gram context) less log10 P(word) alone, i.e. log10 of how many
+times better the context predicts them than their frequencies do. Words in an order of the language
+gain; the same words shuffled gain about nothing, whatever their vocabulary (rare words lower both
+probabilities), so it tells word salad from prose where perplexity alone mixes it up with text on an
+unusual subject. Unknown words are left out: their probability is ``<unk>``'s with or without context.
+
+Three decisions use them:
 * the ``perplexity`` rule: a maximum per language (``max_perplexity``), like any filter rule;
+* the ``perplexity_word_order`` rule (``conf/filter.yaml``): a minimum ``word_order_gain``;
 * ``ppl_bucket``: CCNet's head / middle / tail, cut at per-language percentiles of the run's own
   distribution (``bucket_quantiles``), computed in a second pass over the run (``jobs/stages/filter/perplexity.py``)
   so a mixture can weight the buckets.
@@ -24,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from corpusmill.config import ConfigError, defaults_from_yaml, require_file
 from udfs.common.worker import worker_resource
@@ -131,7 +139,15 @@ class PerplexityScorer:
         return cached_model(self.cfg.model_path(lang), self.cfg.backend)
 
     def score(self, texts: Sequence[Optional[str]], langs: Sequence[Optional[str]]) -> List[Optional[float]]:
-        out: List[Optional[float]] = [None] * len(texts)
+        """Each document's perplexity (None: no model for its language, or no tokens)."""
+        return self.score_with_word_order(texts, langs)[0]
+
+    def score_with_word_order(self, texts: Sequence[Optional[str]], langs: Sequence[Optional[str]]
+                              ) -> Tuple[List[Optional[float]], List[Optional[float]]]:
+        """Each document's perplexity and its word-order gain (None where there is no model or nothing
+        to score)."""
+        ppl: List[Optional[float]] = [None] * len(texts)
+        gain: List[Optional[float]] = [None] * len(texts)
         by_lang: Dict[str, List[int]] = {}
         for i, (text, lang) in enumerate(zip(texts, langs)):
             if text is not None and lang in self.cfg.models:
@@ -139,8 +155,8 @@ class PerplexityScorer:
         for lang, indices in by_lang.items():
             # marks are context, not predictions, except in count_punctuation languages
             parts = [scored_part(texts[i], self.cfg.max_chars) for i in indices]
-            totals, counts = self.model(lang).document_sums(parts, lang in self.cfg.count_punctuation)
-            for i, total, count in zip(indices, totals, counts):
-                out[i] = float(10 ** (-total / count)) if count else None  # no tokens: nothing to judge
-        return out
-
+            sums = self.model(lang).document_sums(parts, lang in self.cfg.count_punctuation)
+            for i, total, count, order_gain, known in zip(indices, *sums):
+                ppl[i] = float(10 ** (-total / count)) if count else None  # no tokens: nothing to judge
+                gain[i] = float(order_gain / known) if known else None
+        return ppl, gain

@@ -46,8 +46,9 @@ LANGUAGE_RULES = ("language", "language_score")
 DERIVATIONS = (None, "scale", "quantile")
 PERPLEXITY_RULE = "perplexity"
 # Signals that need the document's language, set here rather than in udfs/filter/quality.py: C4's bad-words
-# count (distinct listed words found; null in a language without a list).
-LANGUAGE_SIGNALS = {"bad_words": "int"}
+# count (distinct listed words found; null in a language without a list); the language model's
+# word-order gain (udfs/filter/perplexity.py; null in a language without a model).
+LANGUAGE_SIGNALS = {"bad_words": "int", "word_order_gain": "float"}
 FILTER_SIGNALS = {**SIGNALS, **LANGUAGE_SIGNALS}
 
 
@@ -277,7 +278,7 @@ class DocumentFilter:
             if text is None:
                 columns["error"][i] = "text is null"
         # A language model scores only text confidently in its language.
-        columns["perplexity"] = self.perplexity.score(
+        columns["perplexity"], columns["word_order_gain"] = self.perplexity.score_with_word_order(
             texts, [lang if confident else None for lang, confident in zip(columns["lang"], columns["lang_confident"])])
 
         columns["failed_rules"], columns["reject_value"] = self._failures(columns, n)
