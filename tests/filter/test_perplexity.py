@@ -18,7 +18,7 @@ from tools.ngram_lm_train import estimate, main, paragraphs_of_file
 from udfs.filter.ngram_lm import (BOS, EOS, UNK, KenLMModel, NgramModel, document_sums_reference, load_model, read_arpa,
                                   tokenize, tokenize_all, tokenize_lines, tokenize_reference, write_arpa)
 from udfs.filter.perplexity import MODELS_DIR, SHIPPED, PerplexityConfig, PerplexityScorer, scored_part
-from udfs.filter.rules import FilterConfig
+from udfs.filter.rules import DocumentFilter, FilterConfig
 
 # ---------------------------------------------------------------- estimation and the ARPA format
 
@@ -490,8 +490,6 @@ def test_spark_perplexity_and_per_language_buckets(spark, zh_config):
 # ---------------------------------------------------------------- the filter stage's rule
 
 def test_filter_rule_rejects_keyword_lists_and_skips_languages_without_a_model():
-    from udfs.filter.rules import DocumentFilter, FilterConfig
-
     paragraphs = wiki_held_out(6)
     keywords = "\n".join(keyword_list(p, " ") for p in paragraphs)
     french = "Tous les êtres humains naissent libres et égaux en dignité et en droits. " * 3
@@ -510,8 +508,6 @@ def test_filter_rule_rejects_keyword_lists_and_skips_languages_without_a_model()
 
 
 def test_word_order_rule_rejects_shuffled_english_and_judges_no_language_without_a_model():
-    from udfs.filter.rules import DocumentFilter
-
     paragraphs = wiki_held_out(8)
     french = "Tous les êtres humains naissent libres et égaux en dignité et en droits. " * 9
     columns = DocumentFilter(FilterConfig()).apply(["\n".join(paragraphs), "\n".join(shuffled(paragraphs, "word")),
