@@ -41,7 +41,9 @@ def _train(args) -> int:
           settings=TrainSettings(epochs=args.epochs, patience=args.patience, batch_size=args.batch_size,
                                  learning_rate=args.learning_rate, seed=args.seed),
           eval_dir=args.eval_dir, notes=notes, device=args.device,
-          data_settings=DataSettings(max_docs_per_language=args.max_docs_per_language))
+          data_settings=DataSettings(max_docs_per_language=args.max_docs_per_language,
+                                     **({"negatives_per_positive": args.negatives_per_positive}
+                                        if args.negatives_per_positive is not None else {})))
     return 0
 
 
@@ -110,6 +112,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                             "made from the positives either way")
     train.add_argument("--max-docs-per-language", type=int, default=5000,
                        help="positives read per language, the rest skipped (default %(default)s)")
+    train.add_argument("--negatives-per-positive", type=int,
+                       help="machine-made negatives made of each positive, each of another kind (default 3)")
     train.add_argument("--device", default="CPU", choices=("CPU", "GPU", "Ascend"), help="where to train")
     train.add_argument("--out", required=True, help="model directory to write")
     train.add_argument("--name", default="corpusmill-quality")

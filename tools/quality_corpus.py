@@ -519,7 +519,7 @@ of clean text while rejecting >= 90 % of shuffled and >= 80 % of chain2 text.
     python -m scoring_service train --positive '{out}/train/positive/*.jsonl' \\
         --negative '{out}/train/negative/*.jsonl' --eval-dir {out}/eval \\
         --notes {out}/NOTES.md --out scoring_service/models/fluency \\
-        --name corpusmill-fluency --version 2
+        --name corpusmill-fluency --version 3 --learning-rate 3e-3
 """
 # The UDHR rule of the Held out section, without and with --train-held-out-languages.
 HELD_OUT_LANGUAGES_UNSEEN = """\

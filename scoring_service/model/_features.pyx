@@ -36,13 +36,30 @@ cdef inline bint is_spaceless(uint64_t cp) noexcept nogil:
     return (0x0E00 <= cp <= 0x0EFF) or (0x1000 <= cp <= 0x109F) or (0x1780 <= cp <= 0x17FF)
 
 
-cdef inline bint is_char_word(uint64_t cp, bint spaceless) noexcept nogil:
+# The bits of ``word_rules`` (``HashingSpec.word_rules``): which notion of a word a model hashes with.
+cdef enum:
+    SPACELESS_CHARS = 1  # a Thai, Lao, Myanmar or Khmer character is a word, as a CJK one always is
+    SCRIPT_WORDS = 2     # Tibetan and Ethiopic words end at their own separators; a Yi syllable is a
+                         # word; a Hangul word runs to a space (its syllables are not words)
+
+
+cdef inline bint is_char_word(uint64_t cp, int word_rules) noexcept nogil:
     """A character that is a word by itself."""
-    return is_cjk(cp) or (spaceless and is_spaceless(cp))
+    if word_rules & SCRIPT_WORDS:
+        if 0xAC00 <= cp <= 0xD7AF:
+            return False
+        if 0xA000 <= cp <= 0xA4CF:
+            return True
+    return is_cjk(cp) or ((word_rules & SPACELESS_CHARS) and is_spaceless(cp))
 
 
 cdef inline bint is_space(uint64_t cp) noexcept nogil:
     return cp <= 0x20 or cp == 0xA0
+
+
+cdef inline bint is_word_break(uint64_t cp, int word_rules) noexcept nogil:
+    """A space, or (``SCRIPT_WORDS``) the Tibetan tsheg or the Ethiopic wordspace between words."""
+    return is_space(cp) or ((word_rules & SCRIPT_WORDS) and (cp == 0x0F0B or cp == 0x0F0C or cp == 0x1361))
 
 
 cdef inline int32_t bucket(uint64_t h, uint64_t slots) noexcept nogil:
@@ -53,24 +70,24 @@ cdef inline bint is_sentence_end(uint64_t cp) noexcept nogil:
     return cp == 0x2E or cp == 0x21 or cp == 0x3F  # . ! ? (features.normalize maps CJK ones to these)
 
 
-cdef Py_ssize_t text_words(const uint64_t[::1] cp, Py_ssize_t s, Py_ssize_t e, bint spaceless,
+cdef Py_ssize_t text_words(const uint64_t[::1] cp, Py_ssize_t s, Py_ssize_t e, int word_rules,
                            uint64_t[::1] words, uint8_t[::1] ends) noexcept nogil:
     """The hashes of the words of ``cp[s:e]`` into ``words``, and whether each ends with a sentence
-    mark into ``ends``; returns how many. Words: runs of characters that are neither space nor a word
-    by themselves (``is_char_word``)."""
+    mark into ``ends``; returns how many. Words: runs of characters that are neither a word break
+    (``is_word_break``) nor a word by themselves (``is_char_word``)."""
     cdef Py_ssize_t i = s, nw = 0
     cdef uint64_t h, power
     while i < e:
-        if is_space(cp[i]):
+        if is_word_break(cp[i], word_rules):
             i += 1
             continue
         h = 0
         power = 1
-        if is_char_word(cp[i], spaceless):
+        if is_char_word(cp[i], word_rules):
             h = cp[i] + 1
             i += 1
         else:
-            while i < e and not is_space(cp[i]) and not is_char_word(cp[i], spaceless):
+            while i < e and not is_word_break(cp[i], word_rules) and not is_char_word(cp[i], word_rules):
                 h += (cp[i] + 1) * power
                 power *= PRIME
                 i += 1
@@ -92,11 +109,10 @@ cdef _check_lengths(const int64_t[::1] lengths, Py_ssize_t n, str name):
 
 
 def content_bags(const uint64_t[::1] cp, const int64_t[::1] lengths, const int64_t[::1] char_orders,
-                 int word_ngrams, int64_t buckets, bint spaceless_scripts=False):
+                 int word_ngrams, int64_t buckets, int word_rules=0):
     """(ids int32, offsets int64) of the content bag of each text: ``cp`` holds the texts' code points
     one after another (``lengths`` of them each), text d's ids are ``ids[offsets[d]:offsets[d + 1]]``.
-    With ``spaceless_scripts``, a Thai, Lao, Myanmar or Khmer character is a word by itself, as a CJK
-    one always is."""
+    Words as ``word_rules`` (the bits ``SPACELESS_CHARS``, ``SCRIPT_WORDS``) make them."""
     cdef Py_ssize_t n_docs = lengths.shape[0], n = cp.shape[0], n_orders = char_orders.shape[0]
     cdef Py_ssize_t d, i, j, k, s, e, o, out_n = 0, nw, capacity
     cdef uint64_t h, power, slots = <uint64_t>(buckets - 1)
@@ -133,7 +149,7 @@ def content_bags(const uint64_t[::1] cp, const int64_t[::1] lengths, const int64
                     ids[out_n] = bucket(h + <uint64_t>o, slots)
                     out_n += 1
             if word_ngrams:
-                nw = text_words(cp, s, e, spaceless_scripts, words, ends)
+                nw = text_words(cp, s, e, word_rules, words, ends)
                 for i in range(nw):
                     ids[out_n] = bucket(words[i], slots)
                     out_n += 1
@@ -184,7 +200,7 @@ cdef Py_ssize_t repeats(const uint64_t[::1] words, Py_ssize_t nw, int order, uin
     return found
 
 
-def order_stats(const uint64_t[::1] cp, const int64_t[::1] lengths, bint spaceless_scripts=False):
+def order_stats(const uint64_t[::1] cp, const int64_t[::1] lengths, int word_rules=0):
     """Word-order counts of each text (``float64 [texts, len(ORDER_STATS)]``), words as in
     ``content_bags``: its words; its bigrams and trigrams that occurred before in it, in its own order
     and in a seeded shuffle of its words (natural text repeats its n-grams far more often than its word
@@ -210,7 +226,7 @@ def order_stats(const uint64_t[::1] cp, const int64_t[::1] lengths, bint spacele
         s = 0
         for d in range(n_docs):
             e = s + lengths[d]
-            nw = text_words(cp, s, e, spaceless_scripts, words, ends)
+            nw = text_words(cp, s, e, word_rules, words, ends)
             mask = 1
             while mask + 1 < <uint64_t>(2 * nw + 2):
                 mask = mask * 2 + 1
@@ -276,10 +292,10 @@ cdef Py_ssize_t sentence_tokens(const uint64_t[::1] words, const uint8_t[::1] en
     return nt
 
 
-cdef Py_ssize_t text_tokens(const uint64_t[::1] cp, Py_ssize_t s, Py_ssize_t e, bint spaceless,
+cdef Py_ssize_t text_tokens(const uint64_t[::1] cp, Py_ssize_t s, Py_ssize_t e, int word_rules,
                             uint64_t[::1] words, uint8_t[::1] ends, uint64_t[::1] tokens) noexcept nogil:
     """The tokens (``sentence_tokens``) of the words of ``cp[s:e]`` (``text_words``); returns how many."""
-    return sentence_tokens(words, ends, text_words(cp, s, e, spaceless, words, ends), tokens)
+    return sentence_tokens(words, ends, text_words(cp, s, e, word_rules, words, ends), tokens)
 
 
 def _token_buffers(Py_ssize_t n):
@@ -348,7 +364,7 @@ cdef void count_tokens(const uint64_t[::1] tokens, Py_ssize_t nt, const uint64_t
             out[3] += has_bit(bits, trigram_key(bigram_key(tokens[i], tokens[i + 1]), tokens[i + 2]), mask)
 
 
-def _memory_pass(const uint64_t[::1] cp, const int64_t[::1] lengths, uint64_t[::1] bits, bint spaceless_scripts,
+def _memory_pass(const uint64_t[::1] cp, const int64_t[::1] lengths, uint64_t[::1] bits, int word_rules,
                  bint adding, str name):
     """Each text's tokens added to ``bits`` (``adding``) or counted against them (the returned rows)."""
     cdef Py_ssize_t n_docs = lengths.shape[0], n = cp.shape[0], d, s, e, nt
@@ -364,7 +380,7 @@ def _memory_pass(const uint64_t[::1] cp, const int64_t[::1] lengths, uint64_t[::
         s = 0
         for d in range(n_docs):
             e = s + lengths[d]
-            nt = text_tokens(cp, s, e, spaceless_scripts, words, ends, tokens)
+            nt = text_tokens(cp, s, e, word_rules, words, ends, tokens)
             if adding:
                 add_tokens(tokens, nt, bits, mask)
             else:
@@ -373,15 +389,13 @@ def _memory_pass(const uint64_t[::1] cp, const int64_t[::1] lengths, uint64_t[::
     return out_array
 
 
-def memory_add(const uint64_t[::1] cp, const int64_t[::1] lengths, uint64_t[::1] bits,
-               bint spaceless_scripts=False):
+def memory_add(const uint64_t[::1] cp, const int64_t[::1] lengths, uint64_t[::1] bits, int word_rules=0):
     """Sets the bits of every word, word bigram and trigram of the texts (bigrams and trigrams within
     sentences and with their boundaries; words as in ``content_bags``) in the bit set ``bits``."""
-    _memory_pass(cp, lengths, bits, spaceless_scripts, True, "memory_add")
+    _memory_pass(cp, lengths, bits, word_rules, True, "memory_add")
 
 
-def memory_stats(const uint64_t[::1] cp, const int64_t[::1] lengths, uint64_t[::1] bits,
-                 bint spaceless_scripts=False):
+def memory_stats(const uint64_t[::1] cp, const int64_t[::1] lengths, uint64_t[::1] bits, int word_rules=0):
     """Of each text (``float64 [texts, len(MEMORY_STATS)]``), n-grams as ``memory_add`` sets them: its
     word pairs whose two words ``bits`` holds, and how many of those pairs it holds itself; its triples
     whose two pairs it holds, and how many of those triples it holds itself. Each share asks one order
@@ -389,7 +403,7 @@ def memory_stats(const uint64_t[::1] cp, const int64_t[::1] lengths, uint64_t[::
     as disorder. Shuffled words are known words in unknown pairs; a chain of pairs (fitted on text
     like the memory's) is known pairs in unknown triples; a person's text reuses known pairs and, mostly,
     the triples around them. ``bits`` is only read."""
-    return _memory_pass(cp, lengths, bits, spaceless_scripts, False, "memory_stats")
+    return _memory_pass(cp, lengths, bits, word_rules, False, "memory_stats")
 
 
 def counted_bag(const int32_t[::1] ids, const int64_t[::1] offsets, int count_bits):

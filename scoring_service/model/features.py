@@ -43,14 +43,24 @@ from scoring_service.model import _features
 _BOS, _EOS = "\x02", "\x03"  # text boundaries: n-grams like "\x02ho" or ".\x03" say how a text starts/ends
 # Digits → 0 (dates, prices and counts share their n-grams); full-width and CJK punctuation → ASCII,
 # so that n-grams such as ".\n" or ", " learned on one script carry over to CJK text.
-_TRANSLATE = str.maketrans({
+_FOLDS = {
     **{chr(c): "0" for c in range(0x31, 0x3A)},
     **{chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)},
     **{chr(c): "0" for c in range(0xFF10, 0xFF1A)},
     "\u3002": ".", "\u3001": ",", "\uff61": ".", "\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'",
     "\u300c": '"', "\u300d": '"', "\u300e": '"', "\u300f": '"', "\u300a": '"', "\u300b": '"',
     "\u3010": "[", "\u3011": "]", "\u2026": "...",
-})
+}
+_TRANSLATE = str.maketrans(_FOLDS)
+# With ``HashingSpec.script_words``, the sentence and clause marks of other scripts read as ASCII too,
+# so that their lines end like sentences and their sentences are counted: Devanagari and Bengali
+# danda, Arabic, Ethiopic, Armenian, Myanmar, Khmer and Tibetan marks.
+_SCRIPT_MARKS = {
+    "\u0964": ".", "\u0965": ".", "\u061f": "?", "\u06d4": ".", "\u060c": ",", "\u061b": ";",
+    "\u1362": ".", "\u1363": ",", "\u1364": ";", "\u1367": "?", "\u0589": ".", "\u104b": ".", "\u104a": ",",
+    "\u17d4": ".", "\u17d5": ".", "\u0f0d": ".", "\u0f0e": ".",
+}
+_TRANSLATE_SCRIPTS = str.maketrans({**_FOLDS, **_SCRIPT_MARKS})
 
 
 def _codes(chars: str) -> np.ndarray:
@@ -136,6 +146,10 @@ class HashingSpec:
     max_chars: int = 2000
     # Thai, Lao, Myanmar and Khmer characters are words by themselves, as CJK ones always are.
     spaceless_scripts: bool = True
+    # Words and sentences in scripts beyond Latin and CJK: the marks of ``_SCRIPT_MARKS`` end sentences
+    # and clauses; Tibetan and Ethiopic words end at the tsheg and the wordspace; a Yi syllable is a
+    # word; a Hangul word runs to a space.
+    script_words: bool = True
     # The layout bag's word-order statistics (else those columns are padding).
     order_stats: bool = True
     # The n-gram memory (``NgramMemory``) of 2**memory_log2_bits bits, and its file's sha256; 0: none,
@@ -145,9 +159,14 @@ class HashingSpec:
 
     @classmethod
     def from_dict(cls, data: dict) -> "HashingSpec":
-        # A model.json written before spaceless_scripts and order_stats hashes without them.
-        return cls(**{"spaceless_scripts": False, "order_stats": False, **data,
+        # A model.json written before spaceless_scripts, order_stats or script_words hashes without them.
+        return cls(**{"spaceless_scripts": False, "order_stats": False, "script_words": False, **data,
                       "char_ngrams": tuple(data["char_ngrams"])})
+
+    @property
+    def word_rules(self) -> int:
+        """The word notion as the compiled features take it (``_features.pyx``: SPACELESS_CHARS | SCRIPT_WORDS)."""
+        return int(self.spaceless_scripts) | int(self.script_words) << 1
 
     def to_dict(self) -> dict:
         data = {**asdict(self), "char_ngrams": list(self.char_ngrams)}
@@ -257,13 +276,14 @@ def collapse(text: str, max_chars: int) -> str:
     return "\n".join(line for line in lines if line)[:max_chars]
 
 
-def normalize(text: str, max_chars: int) -> str:
-    """Lower case, digits → 0, ASCII punctuation, runs of spaces → one space, line break runs → one newline."""
-    return _lowered(collapse(text, max_chars))
+def normalize(text: str, max_chars: int, script_words: bool = False) -> str:
+    """Lower case, digits → 0, ASCII punctuation (``script_words``: other scripts' marks too), runs of
+    spaces → one space, line break runs → one newline."""
+    return _lowered(collapse(text, max_chars), script_words)
 
 
-def _lowered(collapsed: str) -> str:
-    return collapsed.lower().translate(_TRANSLATE)
+def _lowered(collapsed: str, script_words: bool) -> str:
+    return collapsed.lower().translate(_TRANSLATE_SCRIPTS if script_words else _TRANSLATE)
 
 
 # Letter case of each code point of the Basic Multilingual Plane (every cased script is there): 1 lower,
@@ -368,8 +388,8 @@ class NgramMemory:
         return int(len(self.bits)).bit_length() - 1 + 6
 
     def add(self, texts: Sequence[str], spec: HashingSpec) -> None:
-        cp, lengths, _ = _code_points(texts, spec.max_chars)
-        _features.memory_add(cp, lengths, self.bits, spec.spaceless_scripts)
+        cp, lengths, _ = _code_points(texts, spec)
+        _features.memory_add(cp, lengths, self.bits, spec.word_rules)
 
     def __or__(self, other: "NgramMemory") -> "NgramMemory":
         return NgramMemory(self.bits | other.bits)
@@ -398,10 +418,10 @@ class NgramMemory:
         return memory
 
 
-def _code_points(texts: Sequence[str], max_chars: int) -> Tuple[np.ndarray, np.ndarray, list]:
+def _code_points(texts: Sequence[str], spec: HashingSpec) -> Tuple[np.ndarray, np.ndarray, list]:
     """The normalised texts' code points one after another, their lengths, and the collapsed texts."""
-    collapsed = [collapse(t or "", max_chars) for t in texts]
-    normed = [_BOS + _lowered(t) + _EOS for t in collapsed]
+    collapsed = [collapse(t or "", spec.max_chars) for t in texts]
+    normed = [_BOS + _lowered(t, spec.script_words) + _EOS for t in collapsed]
     cp = np.frombuffer("".join(normed).encode("utf-32-le", "replace"), dtype=np.uint32).astype(np.uint64)
     lengths = np.fromiter((len(t) for t in normed), dtype=np.int64, count=len(normed))
     return cp, lengths, collapsed
@@ -425,15 +445,15 @@ class FeatureHasher:
     def encode_bags(self, texts: Sequence[str]) -> Bags:
         """The unpadded bags of a batch (what clients send the service)."""
         spec = self.spec
-        cp, lengths, collapsed = _code_points(texts, spec.max_chars)
+        cp, lengths, collapsed = _code_points(texts, spec)
         content = _features.counted_bag(*_features.content_bags(cp, lengths, self._char_orders, spec.word_ngrams,
-                                                                spec.buckets, spec.spaceless_scripts), COUNT_BITS)
+                                                                spec.buckets, spec.word_rules), COUNT_BITS)
         line_doc, line_ids, layout = self._layout(cp, np.repeat(np.arange(len(texts)), lengths), len(texts))
         if spec.order_stats:
-            order = order_features(_features.order_stats(cp, lengths, spec.spaceless_scripts)) + case_features(collapsed)
+            order = order_features(_features.order_stats(cp, lengths, spec.word_rules)) + case_features(collapsed)
             layout[:, _ORDER_FIRST:_MEMORY_FIRST] = _layout_ids(order, _ORDER_FIRST)
         if self.memory is not None:
-            stats = _features.memory_stats(cp, lengths, self.memory.bits, spec.spaceless_scripts)
+            stats = _features.memory_stats(cp, lengths, self.memory.bits, spec.word_rules)
             layout[:, _MEMORY_FIRST:] = _layout_ids(memory_features(stats), _MEMORY_FIRST)
         return Bags(*content, *_flat(line_doc, line_ids, len(texts)), layout)
 

@@ -23,14 +23,15 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
     return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def pr_curve(labels: np.ndarray, scores: np.ndarray):
-    """Precision and recall of ``score >= t`` for every distinct score ``t`` (descending)."""
+def pr_curve(labels: np.ndarray, scores: np.ndarray, negative_weight: float = 1.0):
+    """Precision and recall of ``score >= t`` for every distinct score ``t`` (descending); each
+    negative counts ``negative_weight`` times in the precision."""
     labels = np.asarray(labels).astype(bool)
     order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="mergesort")
     s, y = np.asarray(scores, dtype=np.float64)[order], labels[order]
     last_of_tie = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]
     tp = np.cumsum(y)[last_of_tie]
-    fp = (last_of_tie + 1) - tp
+    fp = ((last_of_tie + 1) - tp) * negative_weight
     precision = tp / (tp + fp)
     recall = tp / max(int(labels.sum()), 1)
     return precision, recall, s[last_of_tie]
@@ -38,14 +39,18 @@ def pr_curve(labels: np.ndarray, scores: np.ndarray):
 
 def best_f1_threshold(labels: np.ndarray, scores: np.ndarray, tolerance: float = 0.005,
                       prior: float = 0.5) -> float:
-    """The F1-optimal threshold of the P-R curve, taken robustly.
+    """The F1-optimal threshold of the class-balanced P-R curve, taken robustly.
 
+    The negatives weigh as much as the positives together (as in the training loss), so the threshold
+    does not move with how many negatives a set holds: training makes several of each positive.
     F1 is usually flat near its maximum, so the exact argmax is decided by a handful of documents.
     Among the thresholds whose F1 is within ``tolerance`` of the best, the one nearest ``prior`` is
     returned: 0.5 is where a classifier trained with class-balanced loss puts the boundary, and the
     P-R curve has to say so by more than the tolerance to move it away from there.
     """
-    precision, recall, thresholds = pr_curve(labels, scores)
+    labels = np.asarray(labels).astype(bool)
+    n_pos, n_neg = int(labels.sum()), int((~labels).sum())
+    precision, recall, thresholds = pr_curve(labels, scores, n_pos / n_neg if n_pos and n_neg else 1.0)
     f1 = 2 * precision * recall / np.maximum(precision + recall, 1e-12)
     near_best = thresholds[f1 >= f1.max() - tolerance]
     return float(near_best[np.argmin(np.abs(near_best - prior))])

@@ -14,8 +14,9 @@ Kinds (``KINDS``):
 * ``filler`` — the text padded with a phrase of it repeated over and over.
 * ``partial`` — only part of the document corrupted (a run of its sentences, by another kind).
 
-Words are split on spaces; in a script written without spaces (Han, kana, Thai, Lao, Khmer,
-Myanmar) each character is a word and the text is joined back without spaces.
+Words are split on spaces (and the Tibetan tsheg and the Ethiopic wordspace) and joined back with
+the separator the text uses (``joiner_of``); in a script written without spaces (Han, kana, Thai, Lao,
+Khmer, Myanmar) each character is a word and the text is joined back without spaces.
 """
 from __future__ import annotations
 
@@ -30,9 +31,11 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 KINDS = ("shuffled", "local_shuffle", "chain1", "chain2", "chain3", "template", "spun", "filler", "partial")
 
 _SPACELESS = re.compile(r"[\u0E00-\u0EFF\u1000-\u109F\u1780-\u17FF\u2E80-\u9FFF\uF900-\uFAFF\U00020000-\U0003FFFF]")
+# Sentence ends: Latin, CJK, danda, Arabic, Urdu, Ethiopic, Armenian, Myanmar, Khmer and Tibetan marks.
+_ENDS = ".!?\u3002\uff01\uff1f\u0964\u0965\u061f\u06d4\u1362\u1367\u0589\u104b\u17d4\u0f0d\u0f0e"
 # A sentence: up to and with its closing marks (and closing quotes or brackets after them).
-_SENTENCE = re.compile(r"[^.!?\u3002\uff01\uff1f\u0964\u06d4]*(?:[.!?\u3002\uff01\uff1f\u0964\u06d4]+[\"')\]\u201d\u2019]*|$)")
-_CLOSING = re.compile(r"[.!?\u3002\uff01\uff1f\u0964\u06d4]+[\"')\]\u201d\u2019]*$")
+_SENTENCE = re.compile(rf"[^{_ENDS}]*(?:[{_ENDS}]+[\"')\]\u201d\u2019]*|$)")
+_CLOSING = re.compile(rf"[{_ENDS}]+[\"')\]\u201d\u2019]*$")
 
 
 def is_spaceless(text: str) -> bool:
@@ -41,12 +44,32 @@ def is_spaceless(text: str) -> bool:
     return letters > 0 and len(_SPACELESS.findall(text)) > 0.3 * letters
 
 
-def words_of(text: str, spaceless: bool) -> List[str]:
-    return [c for c in text if not c.isspace()] if spaceless else text.split()
+def joiner_of(text: str) -> str:
+    """What the text's words are joined with: nothing (a script written without spaces), the Ethiopic
+    wordspace or the Tibetan tsheg where the text has more of it than spaces, else a space."""
+    if is_spaceless(text):
+        return ""
+    spaces = text.count(" ")
+    for separator in ("\u1361", "\u0f0b"):
+        if text.count(separator) > spaces:
+            return separator
+    return " "
 
 
-def _join(words: Sequence[str], spaceless: bool) -> str:
-    return ("" if spaceless else " ").join(words)
+def words_of(text: str, joiner: str) -> List[str]:
+    if not joiner:
+        return [c for c in text if not c.isspace()]
+    if joiner == " ":
+        return text.split()
+    return [w for w in re.split(rf"[\s{joiner}]+", text) if w]
+
+
+def _join(words: Sequence[str], joiner: str) -> str:
+    return joiner.join(words)
+
+
+def _join_sentences(sentences: Sequence[str], joiner: str) -> str:
+    return ("" if not joiner else " ").join(sentences)
 
 
 def sentences_of(line: str) -> List[str]:
@@ -58,31 +81,31 @@ def _split_closing(sentence: str) -> Tuple[str, str]:
     return (sentence[:match.start()], match.group()) if match else (sentence, "")
 
 
-def _per_sentence(text: str, corrupt: Callable[[List[str]], List[str]], spaceless: bool) -> str:
+def _per_sentence(text: str, corrupt: Callable[[List[str]], List[str]], joiner: str) -> str:
     """Each sentence of each line rewritten by ``corrupt`` (its words, closing marks kept at its end)."""
     lines = []
     for line in text.split("\n"):
         out = []
         for sentence in sentences_of(line):
             body, closing = _split_closing(sentence)
-            out.append(_join(corrupt(words_of(body, spaceless)), spaceless) + closing)
-        lines.append(_join(out, spaceless))
+            out.append(_join(corrupt(words_of(body, joiner)), joiner) + closing)
+        lines.append(_join_sentences(out, joiner))
     return "\n".join(lines)
 
 
 def shuffled(text: str, rng: random.Random) -> str:
-    spaceless = is_spaceless(text)
+    joiner = joiner_of(text)
 
     def shuffle(words):
         words = list(words)
         rng.shuffle(words)
         return words
 
-    return _per_sentence(text, shuffle, spaceless)
+    return _per_sentence(text, shuffle, joiner)
 
 
 def local_shuffle(text: str, rng: random.Random, window: int = 4) -> str:
-    spaceless = is_spaceless(text)
+    joiner = joiner_of(text)
 
     def shuffle(words):
         out = []
@@ -92,7 +115,7 @@ def local_shuffle(text: str, rng: random.Random, window: int = 4) -> str:
             out += part
         return out
 
-    return _per_sentence(text, shuffle, spaceless)
+    return _per_sentence(text, shuffle, joiner)
 
 
 class LanguagePool:
@@ -101,7 +124,7 @@ class LanguagePool:
 
     def __init__(self, texts: Iterable[str], max_order: int = 3):
         texts = [t for t in texts if t.strip()]
-        self.spaceless = is_spaceless(" ".join(texts[:50]))
+        self.joiner = joiner_of(" ".join(texts[:50]))
         self.max_order = max_order
         self.sentences: List[List[str]] = []
         self._written: set = set()  # the pool's sentences, which a chain must not reproduce
@@ -110,7 +133,7 @@ class LanguagePool:
         for text in texts:
             for line in text.split("\n"):
                 for sentence in sentences_of(line):
-                    words = words_of(sentence, self.spaceless)
+                    words = words_of(sentence, self.joiner)
                     if words:
                         self.sentences.append(words)
                         self._written.add(tuple(words))
@@ -189,26 +212,26 @@ def chain(text: str, rng: random.Random, pool: LanguagePool, order: int) -> str:
     """In each line of the text, as many words as it has, in sentences generated by the pool's chain
     of ``order``."""
     def line_of_chain(line: str) -> str:
-        target = len(words_of(line, pool.spaceless))
+        target = len(words_of(line, pool.joiner))
         sentences, words = [], 0
         while words < max(target, 1):
             sentence = pool.chain_sentence(order, rng)
             words += len(sentence)
-            sentences.append(_join(sentence, pool.spaceless))
-        return _join(sentences, pool.spaceless)
+            sentences.append(_join(sentence, pool.joiner))
+        return _join_sentences(sentences, pool.joiner)
     return _per_line(text, line_of_chain)
 
 
 def template(text: str, rng: random.Random, pool: LanguagePool, slot_share: float = 0.3) -> str:
     """One sentence of the text repeated as often as its sentences go (in each line, as many as the
     line has), its slots filled anew each time with words of the same class."""
-    spaceless = pool.spaceless
+    joiner = pool.joiner
     sentences = [s for line in text.split("\n") for s in sentences_of(line)]
     if not sentences:
         return text
     base = max(sentences[:5], key=len)
     body, closing = _split_closing(base)
-    words = words_of(body, spaceless)
+    words = words_of(body, joiner)
     if not words:
         return text
     slots = [i for i in range(len(words)) if rng.random() < slot_share] or [rng.randrange(len(words))]
@@ -217,25 +240,25 @@ def template(text: str, rng: random.Random, pool: LanguagePool, slot_share: floa
         out = list(words)
         for i in slots:
             out[i] = pool.same_class(words[i], rng)
-        return _join(out, spaceless) + closing
+        return _join(out, joiner) + closing
     lines = text.split("\n")
     last = max(i for i, line in enumerate(lines) if line.strip())
     extra = max(3 - len(sentences), 0)  # at least three sentences, the extra ones on the last line
-    return "\n".join(_join([filled() for _ in range(max(len(sentences_of(line)), 1) + (extra if i == last else 0))],
-                            spaceless) if line.strip() else line for i, line in enumerate(lines))
+    return "\n".join(_join_sentences([filled() for _ in range(max(len(sentences_of(line)), 1)
+                                                               + (extra if i == last else 0))], joiner)
+                     if line.strip() else line for i, line in enumerate(lines))
 
 
 def spun(text: str, rng: random.Random, pool: LanguagePool, share: float = 0.5) -> str:
-    spaceless = pool.spaceless
     return _per_sentence(text, lambda words: [pool.same_class(w, rng) if rng.random() < share else w
-                                              for w in words], spaceless)
+                                              for w in words], pool.joiner)
 
 
 def filler(text: str, rng: random.Random) -> str:
     """The text's first third of lines (at least one), then each other line replaced by a phrase of the
     text repeated to about twice the line's length (a text of one line: its head, then the phrase)."""
-    spaceless = is_spaceless(text)
-    words = words_of(text, spaceless)
+    joiner = joiner_of(text)
+    words = words_of(text, joiner)
     if not words:
         return text
     length = rng.randint(2, 6)
@@ -244,26 +267,26 @@ def filler(text: str, rng: random.Random) -> str:
     lines = text.split("\n")
     kept = max(len(lines) // 3, 1)
     if len(lines) == 1:
-        head = _join(words[:max(len(words) // 3, 1)], spaceless)
-        return _join([head] + [_join(phrase, spaceless)] * max(len(words) // max(length, 1), 3), spaceless)
+        head = _join(words[:max(len(words) // 3, 1)], joiner)
+        return _join([head] + [_join(phrase, joiner)] * max(len(words) // max(length, 1), 3), joiner)
 
     def repeated(line: str) -> str:
-        return _join([_join(phrase, spaceless)] * max(2 * len(words_of(line, spaceless)) // len(phrase), 1), spaceless)
+        return _join([_join(phrase, joiner)] * max(2 * len(words_of(line, joiner)) // len(phrase), 1), joiner)
     return "\n".join(lines[:kept] + [repeated(line) if line.strip() else line for line in lines[kept:]])
 
 
 def partial(text: str, rng: random.Random, pool: LanguagePool) -> str:
     """A run of about half the text's sentences corrupted by another kind, the rest left as written."""
-    spaceless = is_spaceless(text)
+    joiner = joiner_of(text)
     sentences = [s for line in text.split("\n") for s in sentences_of(line)]
     if len(sentences) < 2:
         return shuffled(text, rng)
     n = max(len(sentences) // 2, 1)
     start = rng.randrange(len(sentences) - n + 1)
-    run = _join(sentences[start:start + n], spaceless)
+    run = _join_sentences(sentences[start:start + n], joiner)
     kind = rng.choice(("shuffled", "chain2", "spun") if pool else ("shuffled", "local_shuffle"))
     corrupted = make(kind, run, rng, pool)
-    return _join(sentences[:start] + [corrupted] + sentences[start + n:], spaceless)
+    return _join_sentences(sentences[:start] + [corrupted] + sentences[start + n:], joiner)
 
 
 def make(kind: str, text: str, rng: random.Random, pool: Optional[LanguagePool] = None) -> str:
@@ -287,13 +310,17 @@ def make(kind: str, text: str, rng: random.Random, pool: Optional[LanguagePool] 
     raise ValueError(f"unknown negative kind {kind!r} (known: {', '.join(KINDS)})")
 
 
-# The kinds in turn while training, one negative per positive: shuffled words (three times) and bigram
-# chains (twice), the commonest machine-made text and the hardest for a bag of words, come more often.
-# Spun words and partly corrupted documents are only measured (the card's tables): trained on, they
-# taught the model that any clean text with a flaw (a list, a heading, a rare word) is machine-made,
-# and it rejected real web articles.
+# The kinds in turn while training (``train.DataSettings.negatives_per_positive`` of them per positive):
+# shuffled words and bigram chains, the commonest machine-made text and the hardest for a bag of words,
+# come most often. Templates come once in two rounds of the other kinds: every round, they taught the
+# model that formulaic clean text (lines that start alike) is machine-made, and the filter's repetition
+# rules reject most templates before the score. Spun words and partly corrupted documents are only
+# measured (the card's tables): trained on, they taught the model that any clean text with a flaw (a
+# list, a heading, a rare word) is machine-made, and it rejected real web articles.
+# Any three kinds in a row differ: a positive's three negatives are of three kinds.
 TRAINING_TURN = ("shuffled", "chain2", "local_shuffle", "shuffled", "chain1", "template", "shuffled", "chain3",
-                 "chain2", "filler")
+                 "chain2", "filler",
+                 "shuffled", "chain2", "local_shuffle", "shuffled", "chain1", "chain3", "shuffled", "chain2", "filler")
 
 
 def training_turn(pool: Optional[LanguagePool]) -> Tuple[str, ...]:

@@ -5,8 +5,8 @@
 Documents are split by group (the pages of one site, the chapters of one book stay together) into
 train / validation / test (80/10/10), so held-out figures are not inflated by near-copies. Training
 stops when the validation loss has not improved for ``patience`` epochs and keeps the best epoch.
-The threshold comes from the validation P-R curve (``evaluation.best_f1_threshold``: F1-optimal, taken
-robustly); the test split (never used for any choice) gives the reported precision, recall and AUC,
+The threshold comes from the class-balanced validation P-R curve (``evaluation.best_f1_threshold``:
+F1-optimal, taken robustly); the test split (never used for any choice) gives the reported precision, recall and AUC,
 measured on the exported MindIR.
 """
 from __future__ import annotations
@@ -61,6 +61,13 @@ class DataSettings:
     # Positives of one language corrupted together: each half's machine-made negatives draw on a
     # pool fitted on the other half (chains, templates and spun words from OTHER text of the language).
     chunk_docs: int = 256
+    # Machine-made negatives made of each positive, each of another kind (``negatives.TRAINING_TURN``):
+    # three judge more languages well than one (the class weights keep the two classes even).
+    negatives_per_positive: int = 3
+
+    def __post_init__(self):
+        if self.negatives_per_positive < 1:
+            raise ValueError(f"negatives_per_positive must be at least 1, got {self.negatives_per_positive}")
 
 
 MEMORY_FILL_WARNING = 0.2  # an n-gram memory with more of its bits set mistakes one unknown n-gram in five
@@ -114,9 +121,10 @@ def _lang(example: Example) -> str:
     return example.lang or "und"
 
 
-def _machine_negatives(examples: List[Example], seed: int, first_kind: int) -> List[Tuple[Example, str, str]]:
-    """One negative per example (kinds in turn from ``first_kind``), each half of the examples
-    corrupted with a pool fitted on the other half."""
+def _machine_negatives(examples: List[Example], seed: int, first_kind: int,
+                       per_example: int = 1) -> List[Tuple[Example, str, str]]:
+    """``per_example`` negatives per example (kinds in turn from ``first_kind``), each half of the
+    examples corrupted with a pool fitted on the other half."""
     half = len(examples) // 2
     halves = (examples[:half], examples[half:])
     pools = [negatives.LanguagePool(e.text for e in other) for other in (halves[1], halves[0])]
@@ -124,9 +132,10 @@ def _machine_negatives(examples: List[Example], seed: int, first_kind: int) -> L
     for part, pool in zip(halves, pools):
         kinds = negatives.training_turn(pool)
         for ex in part:
-            kind = kinds[(first_kind + len(out)) % len(kinds)]
-            rng = random.Random(f"{seed}:{kind}:{ex.text}")
-            out.append((ex, kind, negatives.make(kind, ex.text, rng, pool)))
+            for i in range(per_example):
+                kind = kinds[(first_kind + len(out)) % len(kinds)]
+                rng = random.Random(f"{seed}:{kind}:{ex.text}" + (f":{i}" if i else ""))
+                out.append((ex, kind, negatives.make(kind, ex.text, rng, pool)))
     return out
 
 
@@ -219,8 +228,8 @@ def load_sets(positive: Sequence[str], negative: Sequence[str], hasher: FeatureH
         if not chunk:
             return
         add(chunk, [e.text for e in chunk], 1, [CLEAN] * len(chunk))
-        # One machine-made negative per positive (negatives.TRAINING_TURN), given negatives or not.
-        made = _machine_negatives(chunk, seed, kind_turn[lang])
+        # Machine-made negatives of each positive (negatives.TRAINING_TURN), given negatives or not.
+        made = _machine_negatives(chunk, seed, kind_turn[lang], data_settings.negatives_per_positive)
         kind_turn[lang] += len(made)
         add([ex for ex, _, _ in made], [text for _, _, text in made], 0, [kind for _, kind, _ in made])
 
@@ -531,8 +540,13 @@ def model_card(info: ModelInfo, data: dict, training: dict, notes: Optional[str]
         "## Architecture",
         f"- Content bag ({h.buckets} hashed buckets): character n-grams {list(h.char_ngrams)}, word 1..{h.word_ngrams}-grams "
         "(word bigrams and trigrams read word order; a character of a script written without spaces — Han, kana"
-        + (", Thai, Lao, Khmer, Myanmar" if h.spaceless_scripts else "") + " — is a word); "
-        f"text lower-cased, digits mapped to 0, first {h.max_chars} characters read.",
+        + (", Thai, Lao, Khmer, Myanmar" if h.spaceless_scripts else "") + (", Yi" if h.script_words else "")
+        + " — is a word"
+        + ("; Tibetan and Ethiopic words end at the tsheg and the wordspace, a Hangul word at a space" if h.script_words
+           else "") + "); "
+        f"text lower-cased, digits mapped to 0"
+        + (", the sentence marks of other scripts (danda, Arabic, Ethiopic, Armenian, Myanmar, Khmer, Tibetan) read "
+           "as . ? , ;" if h.script_words else "") + f"; first {h.max_chars} characters read.",
         "- Line bag: each line's and each pair of lines' shape (length × ending); the furniture signal.",
         "- Layout bag: document statistics in buckets"
         + ("; and word-order statistics that carry to languages never seen in training: the document's "
@@ -571,8 +585,10 @@ def model_card(info: ModelInfo, data: dict, training: dict, notes: Optional[str]
               f"Positives in {len(languages)} languages (at most {training['data_settings']['max_docs_per_language']} "
               "per language).", ""]
     lines += ["## Threshold", "",
-              f"**{info.threshold}** — from the validation P-R curve: of the thresholds whose F1 "
-              "is within 0.005 of the best, the one nearest 0.5 (the class-balanced boundary; F1 is flat there). "
+              f"**{info.threshold}** — from the validation P-R curve, the negatives weighted to weigh as much as "
+              "the positives (so that the threshold does not move with how many negatives training made): of the "
+              "thresholds whose F1 is within 0.005 of the best, the one nearest 0.5 (the class-balanced boundary; "
+              "F1 is flat there). "
               "The score is stored by the pipeline and the threshold applied separately, so a new "
               "threshold needs no re-scoring.", ""]
     if info.threshold_by_language:

@@ -46,11 +46,16 @@ def is_spaceless(cp):
             | ((cp >= 0x1780) & (cp <= 0x17FF)))
 
 
-def words(cp, spaceless_scripts):
-    """Runs of non-space characters outside CJK (and, with ``spaceless_scripts``, outside Thai, Lao,
-    Myanmar and Khmer); each character of those is a word by itself."""
+def words(cp, word_rules):
+    """Runs of characters that are neither a word break nor a word by themselves: a CJK character (and,
+    with ``word_rules`` bit 1, a Thai, Lao, Myanmar or Khmer one) is a word by itself; with bit 2, a Yi
+    syllable is too and a Hangul one is not, and the Tibetan tsheg and the Ethiopic wordspace break words."""
+    spaceless_scripts, script_words = bool(word_rules & 1), bool(word_rules & 2)
     cjk = is_cjk(cp) | (is_spaceless(cp) & spaceless_scripts)
     space = (cp <= 0x20) | (cp == 0xA0)
+    if script_words:
+        cjk = (cjk & ~((cp >= 0xAC00) & (cp <= 0xD7AF))) | ((cp >= 0xA000) & (cp <= 0xA4CF))
+        space |= (cp == 0x0F0B) | (cp == 0x0F0C) | (cp == 0x1361)
     word = ~space & ~cjk
     prev = np.concatenate(([False], word[:-1]))
     nxt = np.concatenate((word[1:], [False]))
@@ -82,7 +87,7 @@ def numpy_content_bags(spec: HashingSpec, cp, lengths):
             out_docs.append(doc[start])
             out_hashes.append(substring_hash(start, order) + np.uint64(order))
         if spec.word_ngrams:
-            w_start, w_len = words(cp, spec.spaceless_scripts)
+            w_start, w_len = words(cp, spec.word_rules)
             w_doc = doc[w_start]
             w_hash = mix(substring_hash(w_start, w_len) ^ WORD_SALT)
             out_docs.append(w_doc)
@@ -101,7 +106,7 @@ def numpy_content_bags(spec: HashingSpec, cp, lengths):
 
 
 def code_points(texts, spec):
-    normed = [_BOS + normalize(t or "", spec.max_chars) + _EOS for t in texts]
+    normed = [_BOS + normalize(t or "", spec.max_chars, spec.script_words) + _EOS for t in texts]
     cp = np.frombuffer("".join(normed).encode("utf-32-le", "replace"), dtype=np.uint32).astype(np.uint64)
     return cp, np.fromiter((len(t) for t in normed), dtype=np.int64, count=len(normed))
 
@@ -109,13 +114,16 @@ def code_points(texts, spec):
 @pytest.mark.parametrize("spec", [read_info(DEFAULT_MODEL_DIR).hashing,
                                   HashingSpec(buckets=97, char_ngrams=(1, 5), word_ngrams=3, max_chars=300),
                                   HashingSpec(buckets=97, char_ngrams=(2,), word_ngrams=2, max_chars=300,
-                                              spaceless_scripts=False),
+                                              spaceless_scripts=False, script_words=False),
+                                  HashingSpec(buckets=97, char_ngrams=(2,), word_ngrams=3, max_chars=300,
+                                              script_words=False),
                                   HashingSpec(buckets=2, char_ngrams=(3,), word_ngrams=0, max_chars=50)])
 def test_content_bags_match_their_definition(spec):
     rng = random.Random(5)
-    # Latin, CJK (BMP and beyond), full-width, no-break and other spaces, digits, line breaks, empty texts.
+    # Latin, CJK (BMP and beyond), full-width, no-break and other spaces, digits, line breaks, empty texts;
+    # Thai, Khmer, Myanmar, Tibetan (tsheg, shad), Ethiopic (wordspace, full stop), Yi, Hangul, danda.
     pieces = ["a", "bc", " ", "中", "文", "\u00a0", "1", "é", "\n", "。", "x", "\t", "\U00020000", "word", ". ", "ｱ",
-              "ไทย", "ខ្មែរ", "မြန်"]
+              "ไทย", "ខ្មែរ។", "မြန်။", "བོད་", "ཡིག།", "ሰው፡", "አለው።", "ꆈꌠ", "한국어", "हिन्दी।"]
     texts = ["".join(rng.choice(pieces) for _ in range(rng.randrange(0, 90))) for _ in range(1500)]
     texts += ["", None, " ", "\n\n", "中"]
     texts += [p.read_text(encoding="utf-8", errors="replace")[:5000]
@@ -125,7 +133,7 @@ def test_content_bags_match_their_definition(spec):
         for start in range(0, len(texts), size if size > 1 else 61):
             cp, lengths = code_points(texts[start:start + size], spec)
             ids, offsets = _features.content_bags(cp, lengths, orders, spec.word_ngrams, spec.buckets,
-                                                  spec.spaceless_scripts)
+                                                  spec.word_rules)
             expected_ids, expected_offsets = numpy_content_bags(spec, cp, lengths)
             assert np.array_equal(ids, expected_ids) and np.array_equal(offsets, expected_offsets)
 
@@ -200,7 +208,7 @@ def test_the_counted_bag_refuses_offsets_and_ids_outside_the_bag():
         _features.counted_bag(ids, np.array([0, 3], np.int64), 0)
 
 
-def python_order_stats(cp, lengths, spaceless_scripts):
+def python_order_stats(cp, lengths, word_rules):
     """The definition of ``order_stats``, word by word in Python: the same words and word hashes as the
     content bag, a Fisher-Yates shuffle driven by splitmix64 from ``SHUFFLE_STATE``."""
     mask64 = (1 << 64) - 1
@@ -222,7 +230,7 @@ def python_order_stats(cp, lengths, spaceless_scripts):
     for length in lengths:
         text = cp[start:start + length]
         start += length
-        w_start, w_len = words(text, spaceless_scripts)
+        w_start, w_len = words(text, word_rules)
         ws = [tuple(text[s:s + n].tolist()) for s, n in zip(w_start, w_len)]
         ends = [w[-1] in (0x2E, 0x21, 0x3F) for w in ws]
         state, shuffled = _features.SHUFFLE_STATE, list(ws)
@@ -243,18 +251,19 @@ def python_order_stats(cp, lengths, spaceless_scripts):
     return np.array(rows, dtype=np.float64).reshape(len(lengths), len(_features.ORDER_STATS))
 
 
-@pytest.mark.parametrize("spaceless_scripts", [True, False])
-def test_order_stats_match_their_definition(spaceless_scripts):
+@pytest.mark.parametrize("spaceless_scripts, script_words", [(True, True), (True, False), (False, False)])
+def test_order_stats_match_their_definition(spaceless_scripts, script_words):
     rng = random.Random(11)
-    vocabulary = ["the", "cat", "sat", "on", "mat.", "a", "dog!", "中", "文", "。", "ไทย", "why?", "\n", "1"]
+    vocabulary = ["the", "cat", "sat", "on", "mat.", "a", "dog!", "中", "文", "。", "ไทย", "why?", "\n", "1",
+                  "བོད་ཡིག།", "ሰው፡አለው።", "ꆈꌠ", "한국어", "हिन्दी।"]
     texts = [" ".join(rng.choice(vocabulary) for _ in range(rng.randrange(0, 120))) for _ in range(300)]
     texts += ["", None, "中文的句子。中文的句子。"]
     texts += [p.read_text(encoding="utf-8", errors="replace")[:3000] for p in sorted(shared("corpora").rglob("*.txt"))[:8]]
-    spec = HashingSpec(spaceless_scripts=spaceless_scripts)
+    spec = HashingSpec(spaceless_scripts=spaceless_scripts, script_words=script_words)
     for start in range(0, len(texts), 37):
         cp, lengths = code_points(texts[start:start + 37], spec)
-        got = _features.order_stats(cp, lengths, spaceless_scripts)
-        assert np.array_equal(got, python_order_stats(cp, lengths, spaceless_scripts))
+        got = _features.order_stats(cp, lengths, spec.word_rules)
+        assert np.array_equal(got, python_order_stats(cp, lengths, spec.word_rules))
     with pytest.raises(ValueError, match="add up"):
         _features.order_stats(np.arange(10, dtype=np.uint64), np.array([4, 5], np.int64))
 
@@ -267,3 +276,25 @@ def test_texts_whose_lengths_do_not_fit_their_code_points_are_refused(lengths, p
         _features.content_bags(cp, lengths, np.array([2], dtype=np.int64), 2, 1024)
     with pytest.raises(ValueError, match=f"order_stats: {problem}"):
         _features.order_stats(cp, lengths)
+
+
+@pytest.mark.parametrize("text, words_without, words_with", [
+    ("བོད་ཡིག་ཡིན།", 1, 3),      # Tibetan syllables between tsheg
+    ("ሰው፡ሁሉ፡መብት፡አለው።", 1, 4),  # Ethiopic words between wordspaces
+    ("ꆈꌠ ꁱꂷ", 2, 4),             # Yi syllables
+    ("한국어 문장입니다", 8, 2),    # Hangul words run to a space
+])
+def test_script_words_are_the_words_of_each_script(text, words_without, words_with):
+    for script_words, expected in ((False, words_without), (True, words_with)):
+        spec = HashingSpec(script_words=script_words)
+        cp, lengths = code_points([text], spec)
+        assert _features.order_stats(cp, lengths, spec.word_rules)[0, 0] == expected
+
+
+def test_script_words_end_sentences_at_each_scripts_marks():
+    text = "हिन्दी एक भाषा है। यह दूसरा वाक्य है।"
+    assert normalize(text, 100, script_words=True).endswith("है.")
+    assert normalize(text, 100) == text
+    spec = HashingSpec()
+    cp, lengths = code_points([text], spec)
+    assert _features.order_stats(cp, lengths, spec.word_rules)[0, list(_features.ORDER_STATS).index("sentences")] == 2

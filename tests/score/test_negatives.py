@@ -36,6 +36,22 @@ def test_a_text_without_spaces_is_shuffled_by_character_and_joined_without_space
     assert out.endswith("。")
 
 
+@pytest.mark.parametrize("text, separator", [
+    ("እያንዳንዱ፡ሰው፡የመሥራት፡መብት፡አለው። ሁሉም፡ሰው፡እኩል፡ነው።\nበሥራ፡ላይ፡ያለ፡ሰው።", "\u1361"),  # Ethiopic wordspace
+    ("སྐྱེ་བོ་རེ་རེར་ཤེས་ཡོན་ཡོད། ལྷག་པར་སྔོན་འགྲོའི་མི་འག།", "\u0f0b"),  # Tibetan tsheg
+])
+def test_words_between_a_script_s_own_separators_are_shuffled_and_joined_with_it(text, separator):
+    assert negatives.joiner_of(text) == separator
+    out = make("shuffled", text, random.Random(6))
+    assert out != text and out.count("\n") == text.count("\n") and out.count(" ") == text.count(" ")
+
+    def words(t):
+        return [Counter(negatives.words_of(negatives._split_closing(s)[0], separator))
+                for line in t.split("\n") for s in sentences_of(line)]
+    assert words(out) == words(text)  # the same words in each sentence, its closing mark at its end
+    assert [s[-1] for s in sentences_of(out.replace("\n", " "))] == [s[-1] for s in sentences_of(text.replace("\n", " "))]
+
+
 def test_local_shuffle_moves_words_only_within_their_window():
     out = make("local_shuffle", TEXT, random.Random(4))
     first_words, shuffled_words = sentences_of(TEXT)[0].rstrip(".").split(), sentences_of(out)[0].rstrip(".").split()

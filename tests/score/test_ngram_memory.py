@@ -20,8 +20,8 @@ def memory_of(*texts):
 
 
 def stats(memory, text):
-    cp, lengths, _ = _code_points([text], SPEC.max_chars)
-    return dict(zip(_features.MEMORY_STATS, _features.memory_stats(cp, lengths, memory.bits, True)[0]))
+    cp, lengths, _ = _code_points([text], SPEC)
+    return dict(zip(_features.MEMORY_STATS, _features.memory_stats(cp, lengths, memory.bits, SPEC.word_rules)[0]))
 
 
 def test_text_the_memory_holds_has_every_pair_and_triple_known():

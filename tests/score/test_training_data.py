@@ -1,16 +1,18 @@
 """What training reads and makes before the network sees it: streamed inputs, the per-language cap,
-one machine-made negative per positive in its language and split, given negatives beside them."""
+machine-made negatives of each positive in its language and split, given negatives beside them."""
 import json
 from collections import Counter
 
 import numpy as np
 import pyarrow as pa
+import pytest
 import pyarrow.parquet as pq
 
 from scoring_service.model.features import FeatureHasher, HashingSpec
 from scoring_service.training import negatives
 from scoring_service.training.corpus import iter_examples
-from scoring_service.training.train import CLEAN, GIVEN, SPLITS, DataSettings, load_sets
+from scoring_service.training.corpus import Example
+from scoring_service.training.train import CLEAN, GIVEN, SPLITS, DataSettings, _machine_negatives, load_sets
 
 ENGLISH = [f"Report {i} was read by the committee. The members agreed on point {i} and went home early. "
            f"Nobody spoke against it, and the chair closed the meeting at {i} o'clock." for i in range(60)]
@@ -34,11 +36,13 @@ def test_a_parquet_folder_is_read_with_its_languages_and_without_its_markers(tmp
     assert {e.text for e in examples} == set(ENGLISH + FRENCH + [FURNITURE[0]])
 
 
-def test_each_positive_gets_one_machine_made_negative_in_its_language_and_split(tmp_path):
+@pytest.mark.parametrize("per_positive", [1, 3])
+def test_each_positive_gets_its_machine_made_negatives_in_its_language_and_split(tmp_path, per_positive):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("".join(json.dumps({"text": t}) + "\n" for t in FURNITURE), encoding="utf-8")
     sets, data = load_sets([str(kept_folder(tmp_path))], [str(bad)], FeatureHasher(HashingSpec(buckets=1 << 10)), 13,
-                           DataSettings(max_docs_per_language=50, chunk_docs=16), log=lambda *_: None)
+                           DataSettings(max_docs_per_language=50, chunk_docs=16, negatives_per_positive=per_positive),
+                           log=lambda *_: None)
     langs = np.concatenate([sets[s].langs for s in SPLITS])
     kinds = np.concatenate([sets[s].kinds for s in SPLITS])
     labels = np.concatenate([sets[s].labels for s in SPLITS])
@@ -46,7 +50,8 @@ def test_each_positive_gets_one_machine_made_negative_in_its_language_and_split(
     assert data["positives_per_language"] == {"en": 50, "fr": 30}  # English capped
     for lang, n in (("en", 50), ("fr", 30)):
         mine = langs == lang
-        assert (kinds[mine] == CLEAN).sum() == n and ((kinds[mine] != CLEAN) & (labels[mine] == 0)).sum() == n
+        assert (kinds[mine] == CLEAN).sum() == n
+        assert ((kinds[mine] != CLEAN) & (labels[mine] == 0)).sum() == n * per_positive
     made = Counter(kinds[(kinds != CLEAN) & (kinds != GIVEN)])
     assert set(made) == set(negatives.TRAINING_TURN)
     assert (labels[kinds == GIVEN] == 0).all() and (kinds == GIVEN).sum() == 2
@@ -54,8 +59,21 @@ def test_each_positive_gets_one_machine_made_negative_in_its_language_and_split(
         s = sets[split]
         for lang in ("en", "fr"):
             mine = s.langs == lang
-            assert (s.kinds[mine] == CLEAN).sum() == ((s.kinds[mine] != CLEAN) & (s.kinds[mine] != GIVEN)).sum()
+            made_here = ((s.kinds[mine] != CLEAN) & (s.kinds[mine] != GIVEN)).sum()
+            assert (s.kinds[mine] == CLEAN).sum() * per_positive == made_here
         assert s.bags.rows == len(s.labels) == len(s.kinds)
+
+
+def test_the_negatives_of_one_positive_are_of_different_kinds_and_the_kinds_come_in_turn():
+    examples = [Example(text=t, source="test", lang="en") for t in ENGLISH[:20]]
+    made = _machine_negatives(examples, 13, 0, per_example=3)
+    assert len(made) == 60
+    for i in range(0, 60, 3):
+        assert len({ex.text for ex, _, _ in made[i:i + 3]}) == 1  # one positive's three
+        assert len({kind for _, kind, _ in made[i:i + 3]}) == 3
+        assert all(text != made[i][0].text for _, _, text in made[i:i + 3])
+    turn = negatives.TRAINING_TURN
+    assert [kind for _, kind, _ in made] == [turn[i % len(turn)] for i in range(60)]
 
 
 def test_training_on_held_out_languages_takes_every_udhr_language_and_still_holds_articles_23_to_30_out():
