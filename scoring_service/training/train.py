@@ -546,7 +546,7 @@ def model_card(info: ModelInfo, data: dict, training: dict, notes: Optional[str]
            else "") + "); "
         f"text lower-cased, digits mapped to 0"
         + (", the sentence marks of other scripts (danda, Arabic, Ethiopic, Armenian, Myanmar, Khmer, Tibetan) read "
-           "as . ? , ;" if h.script_words else "") + f"; first {h.max_chars} characters read.",
+           "as ASCII ones" if h.script_words else "") + f"; first {h.max_chars} characters read.",
         "- Line bag: each line's and each pair of lines' shape (length × ending); the furniture signal.",
         "- Layout bag: document statistics in buckets"
         + ("; and word-order statistics that carry to languages never seen in training: the document's "
