@@ -10,6 +10,8 @@ word n-grams of each order. A substring hashes to sum((code point + 1)·P^j) ove
 word n-gram to the fold mix(h·P + next word's hash) over its words. Every hash is mixed once more
 and bucketed to ``1 + h mod (buckets - 1)``.
 """
+import unicodedata
+
 import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
@@ -38,9 +40,27 @@ cdef inline bint is_spaceless(uint64_t cp) noexcept nogil:
 
 # The bits of ``word_rules`` (``HashingSpec.word_rules``): which notion of a word a model hashes with.
 cdef enum:
-    SPACELESS_CHARS = 1  # a Thai, Lao, Myanmar or Khmer character is a word, as a CJK one always is
-    SCRIPT_WORDS = 2     # Tibetan and Ethiopic words end at their own separators; a Yi syllable is a
-                         # word; a Hangul word runs to a space (its syllables are not words)
+    SPACELESS_CHARS = 1     # a Thai, Lao, Myanmar or Khmer character is a word, as a CJK one always is
+    SCRIPT_WORDS = 2        # Tibetan and Ethiopic words end at their own separators; a Yi syllable is a
+                            # word; a Hangul word runs to a space (its syllables are not words)
+    SPACELESS_CLUSTERS = 4  # with SPACELESS_CHARS, that word is a character cluster (``continues_cluster``)
+
+
+# The vowel signs, tone marks and other combining marks of the Thai, Lao, Myanmar and Khmer blocks.
+cdef uint8_t SPACELESS_MARKS[0x1800 - 0x0E00]
+for _c in range(0x0E00, 0x1800):
+    SPACELESS_MARKS[_c - 0x0E00] = unicodedata.category(chr(_c)) in ("Mn", "Mc")
+
+
+cdef inline bint continues_cluster(uint64_t previous, uint64_t cp) noexcept nogil:
+    """Whether ``cp`` belongs to the cluster ``previous`` is in: a letter of these scripts with the
+    marks written on it, the letter stacked under a Khmer coeng or a Myanmar virama, and the letter a
+    Thai or Lao vowel written before it goes with. Their letters are sounds, not words: as words, every
+    pair of them is common in any text and the n-gram memory cannot tell prose from disorder."""
+    if not is_spaceless(cp):
+        return False
+    return (SPACELESS_MARKS[cp - 0x0E00] or previous == 0x17D2 or previous == 0x1039
+            or 0x0E40 <= previous <= 0x0E44 or 0x0EC0 <= previous <= 0x0EC4)
 
 
 cdef inline bint is_char_word(uint64_t cp, int word_rules) noexcept nogil:
@@ -74,7 +94,8 @@ cdef Py_ssize_t text_words(const uint64_t[::1] cp, Py_ssize_t s, Py_ssize_t e, i
                            uint64_t[::1] words, uint8_t[::1] ends) noexcept nogil:
     """The hashes of the words of ``cp[s:e]`` into ``words``, and whether each ends with a sentence
     mark into ``ends``; returns how many. Words: runs of characters that are neither a word break
-    (``is_word_break``) nor a word by themselves (``is_char_word``)."""
+    (``is_word_break``) nor a word by themselves (``is_char_word``; with ``SPACELESS_CLUSTERS``, a
+    character of the spaceless scripts with the rest of its cluster)."""
     cdef Py_ssize_t i = s, nw = 0
     cdef uint64_t h, power
     while i < e:
@@ -86,6 +107,11 @@ cdef Py_ssize_t text_words(const uint64_t[::1] cp, Py_ssize_t s, Py_ssize_t e, i
         if is_char_word(cp[i], word_rules):
             h = cp[i] + 1
             i += 1
+            if word_rules & SPACELESS_CLUSTERS and is_spaceless(cp[i - 1]):
+                while i < e and continues_cluster(cp[i - 1], cp[i]):
+                    power *= PRIME
+                    h += (cp[i] + 1) * power
+                    i += 1
         else:
             while i < e and not is_word_break(cp[i], word_rules) and not is_char_word(cp[i], word_rules):
                 h += (cp[i] + 1) * power
@@ -112,7 +138,7 @@ def content_bags(const uint64_t[::1] cp, const int64_t[::1] lengths, const int64
                  int word_ngrams, int64_t buckets, int word_rules=0):
     """(ids int32, offsets int64) of the content bag of each text: ``cp`` holds the texts' code points
     one after another (``lengths`` of them each), text d's ids are ``ids[offsets[d]:offsets[d + 1]]``.
-    Words as ``word_rules`` (the bits ``SPACELESS_CHARS``, ``SCRIPT_WORDS``) make them."""
+    Words as ``word_rules`` (the bits ``SPACELESS_CHARS``, ``SCRIPT_WORDS``, ``SPACELESS_CLUSTERS``) make them."""
     cdef Py_ssize_t n_docs = lengths.shape[0], n = cp.shape[0], n_orders = char_orders.shape[0]
     cdef Py_ssize_t d, i, j, k, s, e, o, out_n = 0, nw, capacity
     cdef uint64_t h, power, slots = <uint64_t>(buckets - 1)

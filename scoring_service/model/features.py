@@ -146,6 +146,9 @@ class HashingSpec:
     max_chars: int = 2000
     # Thai, Lao, Myanmar and Khmer characters are words by themselves, as CJK ones always are.
     spaceless_scripts: bool = True
+    # With spaceless_scripts, such a word is a character cluster: a letter with its vowel signs and tone
+    # marks (and a stacked letter, a letter after a Thai or Lao leading vowel), not a code point.
+    spaceless_clusters: bool = True
     # Words and sentences in scripts beyond Latin and CJK: the marks of ``_SCRIPT_MARKS`` end sentences
     # and clauses; Tibetan and Ethiopic words end at the tsheg and the wordspace; a Yi syllable is a
     # word; a Hangul word runs to a space.
@@ -159,14 +162,17 @@ class HashingSpec:
 
     @classmethod
     def from_dict(cls, data: dict) -> "HashingSpec":
-        # A model.json written before spaceless_scripts, order_stats or script_words hashes without them.
-        return cls(**{"spaceless_scripts": False, "order_stats": False, "script_words": False, **data,
+        # A model.json written before spaceless_scripts, spaceless_clusters, order_stats or script_words
+        # hashes without them.
+        return cls(**{"spaceless_scripts": False, "spaceless_clusters": False, "order_stats": False,
+                      "script_words": False, **data,
                       "char_ngrams": tuple(data["char_ngrams"])})
 
     @property
     def word_rules(self) -> int:
-        """The word notion as the compiled features take it (``_features.pyx``: SPACELESS_CHARS | SCRIPT_WORDS)."""
-        return int(self.spaceless_scripts) | int(self.script_words) << 1
+        """The word notion as the compiled features take it (``_features.pyx``: SPACELESS_CHARS | SCRIPT_WORDS
+        | SPACELESS_CLUSTERS)."""
+        return int(self.spaceless_scripts) | int(self.script_words) << 1 | int(self.spaceless_clusters) << 2
 
     def to_dict(self) -> dict:
         data = {**asdict(self), "char_ngrams": list(self.char_ngrams)}

@@ -542,6 +542,8 @@ def model_card(info: ModelInfo, data: dict, training: dict, notes: Optional[str]
         "(word bigrams and trigrams read word order; a character of a script written without spaces — Han, kana"
         + (", Thai, Lao, Khmer, Myanmar" if h.spaceless_scripts else "") + (", Yi" if h.script_words else "")
         + " — is a word"
+        + ("; in Thai, Lao, Khmer and Myanmar, with the marks written on it and the letter stacked under it"
+           if h.spaceless_scripts and h.spaceless_clusters else "")
         + ("; Tibetan and Ethiopic words end at the tsheg and the wordspace, a Hangul word at a space" if h.script_words
            else "") + "); "
         f"text lower-cased, digits mapped to 0"

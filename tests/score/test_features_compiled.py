@@ -3,6 +3,7 @@ every n-gram hashed from one prefix-hash array of the batch's code points, the i
 text with a stable sort. A model hashes exactly as it was trained, so the ids and their order (the
 order in which the network sums them) must be the same."""
 import random
+import unicodedata
 
 import numpy as np
 import pytest
@@ -46,26 +47,54 @@ def is_spaceless(cp):
             | ((cp >= 0x1780) & (cp <= 0x17FF)))
 
 
+SPACELESS_MARKS = np.array([unicodedata.category(chr(c)) in ("Mn", "Mc") for c in range(0x0E00, 0x1800)])
+
+
+def continues_cluster(cp):
+    """Per code point: a Thai, Lao, Myanmar or Khmer one that is a mark, follows a Khmer coeng or a
+    Myanmar virama, or follows a Thai or Lao leading vowel."""
+    previous = np.concatenate(([0], cp[:-1]))
+    mark = np.zeros(len(cp), dtype=bool)
+    inside = is_spaceless(cp)
+    mark[inside] = SPACELESS_MARKS[(cp[inside] - 0x0E00).astype(np.int64)]
+    return inside & (mark | (previous == 0x17D2) | (previous == 0x1039)
+                     | ((previous >= 0x0E40) & (previous <= 0x0E44)) | ((previous >= 0x0EC0) & (previous <= 0x0EC4)))
+
+
 def words(cp, word_rules):
     """Runs of characters that are neither a word break nor a word by themselves: a CJK character (and,
-    with ``word_rules`` bit 1, a Thai, Lao, Myanmar or Khmer one) is a word by itself; with bit 2, a Yi
-    syllable is too and a Hangul one is not, and the Tibetan tsheg and the Ethiopic wordspace break words."""
+    with ``word_rules`` bit 1, a Thai, Lao, Myanmar or Khmer one; with bit 4 too, such a character and the
+    rest of its cluster) is a word by itself; with bit 2, a Yi syllable is too and a Hangul one is not,
+    and the Tibetan tsheg and the Ethiopic wordspace break words."""
     spaceless_scripts, script_words = bool(word_rules & 1), bool(word_rules & 2)
     cjk = is_cjk(cp) | (is_spaceless(cp) & spaceless_scripts)
     space = (cp <= 0x20) | (cp == 0xA0)
     if script_words:
         cjk = (cjk & ~((cp >= 0xAC00) & (cp <= 0xD7AF))) | ((cp >= 0xA000) & (cp <= 0xA4CF))
         space |= (cp == 0x0F0B) | (cp == 0x0F0C) | (cp == 0x1361)
+    if spaceless_scripts and word_rules & 4:  # the rest of a cluster is no word of its own
+        cjk_start, cjk_length = _cluster_words(cp, cjk)
+    else:
+        cjk_start, cjk_length = np.flatnonzero(cjk), np.ones(int(cjk.sum()), dtype=np.int64)
     word = ~space & ~cjk
     prev = np.concatenate(([False], word[:-1]))
     nxt = np.concatenate((word[1:], [False]))
     starts = np.flatnonzero(word & ~prev)
     ends = np.flatnonzero(word & ~nxt) + 1
-    cjk_pos = np.flatnonzero(cjk)
-    start = np.concatenate((starts, cjk_pos))
-    length = np.concatenate((ends - starts, np.ones(len(cjk_pos), dtype=np.int64)))
+    start = np.concatenate((starts, cjk_start))
+    length = np.concatenate((ends - starts, cjk_length))
     order = np.argsort(start, kind="stable")
     return start[order], length[order]
+
+
+def _cluster_words(cp, char_word):
+    """Starts and lengths of the character words, a spaceless-script cluster taken whole."""
+    continued = char_word & continues_cluster(cp) & np.concatenate(([False], char_word[:-1]))
+    continued &= np.concatenate(([False], is_spaceless(cp[:-1])))
+    start = np.flatnonzero(char_word & ~continued)
+    positions = np.flatnonzero(char_word)
+    word_of = np.searchsorted(start, positions, side="right") - 1
+    return start, np.bincount(word_of, minlength=len(start)).astype(np.int64)
 
 
 def numpy_content_bags(spec: HashingSpec, cp, lengths):
@@ -117,13 +146,17 @@ def code_points(texts, spec):
                                               spaceless_scripts=False, script_words=False),
                                   HashingSpec(buckets=97, char_ngrams=(2,), word_ngrams=3, max_chars=300,
                                               script_words=False),
+                                  HashingSpec(buckets=97, char_ngrams=(2,), word_ngrams=3, max_chars=300,
+                                              spaceless_clusters=False),
                                   HashingSpec(buckets=2, char_ngrams=(3,), word_ngrams=0, max_chars=50)])
 def test_content_bags_match_their_definition(spec):
     rng = random.Random(5)
     # Latin, CJK (BMP and beyond), full-width, no-break and other spaces, digits, line breaks, empty texts;
-    # Thai, Khmer, Myanmar, Tibetan (tsheg, shad), Ethiopic (wordspace, full stop), Yi, Hangul, danda.
+    # Thai, Lao, Khmer, Myanmar (and their marks, leading vowels and stacking signs alone), Tibetan (tsheg,
+    # shad), Ethiopic (wordspace, full stop), Yi, Hangul, danda.
     pieces = ["a", "bc", " ", "中", "文", "\u00a0", "1", "é", "\n", "。", "x", "\t", "\U00020000", "word", ". ", "ｱ",
-              "ไทย", "ខ្មែរ។", "မြန်။", "བོད་", "ཡིག།", "ሰው፡", "አለው።", "ꆈꌠ", "한국어", "हिन्दी।"]
+              "ไทย", "เกม", "ສະບາຍດີ", "ខ្មែរ។", "မြန်။", "\u0e31", "\u0e40", "\u17d2", "\u1039",
+              "བོད་", "ཡིག།", "ሰው፡", "አለው።", "ꆈꌠ", "한국어", "हिन्दी।"]
     texts = ["".join(rng.choice(pieces) for _ in range(rng.randrange(0, 90))) for _ in range(1500)]
     texts += ["", None, " ", "\n\n", "中"]
     texts += [p.read_text(encoding="utf-8", errors="replace")[:5000]
@@ -251,15 +284,17 @@ def python_order_stats(cp, lengths, word_rules):
     return np.array(rows, dtype=np.float64).reshape(len(lengths), len(_features.ORDER_STATS))
 
 
-@pytest.mark.parametrize("spaceless_scripts, script_words", [(True, True), (True, False), (False, False)])
-def test_order_stats_match_their_definition(spaceless_scripts, script_words):
+@pytest.mark.parametrize("spaceless_scripts, script_words, spaceless_clusters",
+                         [(True, True, True), (True, True, False), (True, False, False), (False, False, False)])
+def test_order_stats_match_their_definition(spaceless_scripts, script_words, spaceless_clusters):
     rng = random.Random(11)
-    vocabulary = ["the", "cat", "sat", "on", "mat.", "a", "dog!", "中", "文", "。", "ไทย", "why?", "\n", "1",
-                  "བོད་ཡིག།", "ሰው፡አለው።", "ꆈꌠ", "한국어", "हिन्दी।"]
+    vocabulary = ["the", "cat", "sat", "on", "mat.", "a", "dog!", "中", "文", "。", "ไทย", "เกม", "ខ្មែរ", "why?",
+                  "\n", "1", "བོད་ཡིག།", "ሰው፡አለው።", "ꆈꌠ", "한국어", "हिन्दी।"]
     texts = [" ".join(rng.choice(vocabulary) for _ in range(rng.randrange(0, 120))) for _ in range(300)]
     texts += ["", None, "中文的句子。中文的句子。"]
     texts += [p.read_text(encoding="utf-8", errors="replace")[:3000] for p in sorted(shared("corpora").rglob("*.txt"))[:8]]
-    spec = HashingSpec(spaceless_scripts=spaceless_scripts, script_words=script_words)
+    spec = HashingSpec(spaceless_scripts=spaceless_scripts, script_words=script_words,
+                       spaceless_clusters=spaceless_clusters)
     for start in range(0, len(texts), 37):
         cp, lengths = code_points(texts[start:start + 37], spec)
         got = _features.order_stats(cp, lengths, spec.word_rules)
@@ -287,6 +322,19 @@ def test_texts_whose_lengths_do_not_fit_their_code_points_are_refused(lengths, p
 def test_script_words_are_the_words_of_each_script(text, words_without, words_with):
     for script_words, expected in ((False, words_without), (True, words_with)):
         spec = HashingSpec(script_words=script_words)
+        cp, lengths = code_points([text], spec)
+        assert _features.order_stats(cp, lengths, spec.word_rules)[0, 0] == expected
+
+
+@pytest.mark.parametrize("text, characters, clusters", [
+    ("สวัสดีครับ", 10, 7),  # Thai: vowel signs and tone marks on their letters
+    ("ไทย", 3, 2),          # a Thai leading vowel goes with its letter
+    ("ភាសាខ្មែរ", 9, 4),     # Khmer: a letter under a coeng
+    ("မြန်မာစာ", 8, 4),      # Myanmar: medials, vowel signs, asat
+])
+def test_a_word_of_a_spaceless_script_is_a_character_cluster(text, characters, clusters):
+    for spaceless_clusters, expected in ((False, characters), (True, clusters)):
+        spec = HashingSpec(spaceless_clusters=spaceless_clusters)
         cp, lengths = code_points([text], spec)
         assert _features.order_stats(cp, lengths, spec.word_rules)[0, 0] == expected
 

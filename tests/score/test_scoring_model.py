@@ -143,11 +143,12 @@ def test_a_model_json_from_before_word_order_loads_and_hashes_without_it(hasher)
     from scoring_service.model.artifacts import ModelInfo
 
     old = json.load(open(os.path.join(DEFAULT_MODEL_DIR, "model.json"), encoding="utf-8"))
-    for key in ("spaceless_scripts", "order_stats", "script_words"):
+    for key in ("spaceless_scripts", "spaceless_clusters", "order_stats", "script_words"):
         old["hashing"].pop(key, None)
     old.pop("threshold_by_language", None)
     info = ModelInfo.from_dict(old)
     assert not info.hashing.spaceless_scripts and not info.hashing.order_stats and not info.hashing.script_words
+    assert not info.hashing.spaceless_clusters and info.hashing.word_rules == 0
     assert info.threshold_by_language == {} and info.threshold_for("en") == info.threshold
     layout = FeatureHasher(info.hashing).encode_bags(["Some text. And more of it."]).layout
     assert (layout[:, _ORDER_FIRST:] == 0).all() and (layout[:, :_ORDER_FIRST] > 0).all()
