@@ -20,7 +20,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -171,57 +171,83 @@ def memory_half(ex: Example, seed: int) -> Tuple[int, bool]:
     return value % 2, value % 16 < 2
 
 
+class Memories(NamedTuple):
+    """``build_memories``: the halves of the training and of the validation positives, and the test ones."""
+
+    train_halves: Tuple[NgramMemory, NgramMemory]
+    valid_halves: Tuple[NgramMemory, NgramMemory]
+    test: NgramMemory
+
+    @property
+    def train(self) -> NgramMemory:
+        """What training negatives and test texts are hashed with."""
+        return self.train_halves[0] | self.train_halves[1]
+
+    @property
+    def served(self) -> NgramMemory:
+        return self.train | self.valid_halves[0] | self.valid_halves[1] | self.test
+
+    def hashers(self, spec: HashingSpec) -> Dict[Tuple[str, int], FeatureHasher]:
+        """(split, half of the text) -> the hasher of a training positive or a validation text."""
+        train = self.train
+        return {**{("train", half): FeatureHasher(spec, self.train_halves[1 - half]) for half in (0, 1)},
+                **{("valid", half): FeatureHasher(spec, train | self.valid_halves[1 - half]) for half in (0, 1)}}
+
+
 def build_memories(positive: Sequence[str], negative: Sequence[str], spec: HashingSpec, seed: int,
-                   data_settings: DataSettings = DataSettings(),
-                   chunk: int = 256) -> Tuple[Tuple[NgramMemory, NgramMemory], NgramMemory]:
-    """The n-gram memory of each half (``memory_half``) of the training split's positives, and of the
-    validation and test positives, streamed.
+                   data_settings: DataSettings = DataSettings(), chunk: int = 256) -> Memories:
+    """The n-gram memories of the positives, streamed: each half (``memory_half``) of the training
+    split's, each half of the validation split's, and the test split's.
 
     A training positive is hashed with the memory of the other half: against a memory that holds its
     own text, every n-gram of it is known, and the model would learn that a person's text is text it
-    holds. Validation and test texts are hashed with the training split's memory, which never held
-    them. The model is served with all three (the text it scores is new to the memory, or held whole)."""
-    memories = [NgramMemory.empty(spec.memory_log2_bits) for _ in range(3)]  # half 0, half 1, held out
-    pending: List[List[str]] = [[], [], []]
+    holds. A validation text (a positive, or a negative made of it) is hashed with the training
+    memory and the other half of the validation texts: as a served text is, against a memory that
+    holds other text of its language but not it, so that the threshold is chosen where the model is
+    used. Test texts are hashed with the training memory alone: the card's test figures are for
+    languages and sources the memory never saw. The model is served with all of them."""
+    memories = [NgramMemory.empty(spec.memory_log2_bits) for _ in range(5)]  # train 0, 1; valid 0, 1; test
+    pending: List[List[str]] = [[] for _ in memories]
     negative_digests = {_digest(ex.text) for ex in iter_examples(negative)}
     for ex in _taken_positives(positive, negative_digests, data_settings, set(), Counter(), set()):
-        part = memory_half(ex, seed)[0] if split_of(ex.group or ex.text, seed) == "train" else 2
+        split = split_of(ex.group or ex.text, seed)
+        part = 4 if split == "test" else memory_half(ex, seed)[0] + (2 if split == "valid" else 0)
         pending[part].append(ex.text)
         if len(pending[part]) >= chunk:
             memories[part].add(pending[part], spec)
             pending[part].clear()
-    for part in range(3):
-        memories[part].add(pending[part], spec)
-    return (memories[0], memories[1]), memories[2]
+    for part, texts in enumerate(pending):
+        memories[part].add(texts, spec)
+    return Memories((memories[0], memories[1]), (memories[2], memories[3]), memories[4])
 
 
 def load_sets(positive: Sequence[str], negative: Sequence[str], hasher: FeatureHasher, seed: int,
               data_settings: DataSettings = DataSettings(), log=print,
-              memory_halves: Optional[Tuple[NgramMemory, NgramMemory]] = None) -> Tuple[Dict[str, LabelledSet], dict]:
+              memories: Optional[Memories] = None) -> Tuple[Dict[str, LabelledSet], dict]:
     """Read (streamed), cap per language, de-duplicate (a text in both classes is dropped), make the
     machine-made negatives, split by group and hash, a chunk of one language at a time. With
-    ``memory_halves`` (``build_memories``), a training positive is hashed with the other half's memory
-    (``memory_half``); every other text with ``hasher``'s."""
+    ``memories`` (``build_memories``), a training positive and a validation text are hashed as
+    ``build_memories`` says; every other text with ``hasher``'s."""
     builders = {split: _SetBuilder(hasher) for split in SPLITS}
     taken = set()  # sha1 of each text taken, in either class
     per_language: Counter = Counter()
     pending: Dict[str, List[Example]] = {}
     kind_turn: Counter = Counter()
     counts: Counter = Counter()
-    other_half = ({half: FeatureHasher(hasher.spec, memory_halves[1 - half]) for half in (0, 1)}
-                  if memory_halves else {})
+    hashers = memories.hashers(hasher.spec) if memories else {}
 
     def add(examples: Sequence[Example], texts: Sequence[str], label: int, kinds: Sequence[str]) -> None:
         parts: Dict[Tuple[str, Optional[int]], list] = {}
         for ex, text, kind in zip(examples, texts, kinds):
             split = split_of(ex.group or ex.text, seed)
-            half, whole = memory_half(ex, seed) if other_half and label and split == "train" else (None, True)
-            parts.setdefault((split, None if whole else half), []).append((text, (_lang(ex), kind, ex.source,
-                                                                                   ex.licence)))
+            half, whole = memory_half(ex, seed)  # a negative made of a positive: the positive's half
+            if not hashers or split == "test" or (split == "train" and (not label or whole)):
+                half = None
+            parts.setdefault((split, half), []).append((text, (_lang(ex), kind, ex.source, ex.licence)))
             role = "positive" if label else "negative" if kind == GIVEN else "machine-made negative"
             counts[(role, ex.source, ex.licence, split)] += 1
         for (split, half), rows in parts.items():
-            builders[split].add([t for t, _ in rows], label, [m for _, m in rows], other_half.get(half))
+            builders[split].add([t for t, _ in rows], label, [m for _, m in rows], hashers.get((split, half)))
 
     def flush(lang: str) -> None:
         chunk = pending.pop(lang, [])
@@ -432,14 +458,13 @@ def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: 
     from scoring_service.model.scorer import TextScorer
 
     started = time.time()
-    memory, halves, served_memory = None, None, None
+    memories, served_memory = None, None
     if hashing.memory_log2_bits:
-        halves, held_out = build_memories(positive, negative, hashing, settings.seed, data_settings)
-        memory = halves[0] | halves[1]
-        served_memory = memory | held_out
+        memories = build_memories(positive, negative, hashing, settings.seed, data_settings)
+        served_memory = memories.served
         hashing = replace(hashing, memory_sha256=served_memory.sha256)
-    hasher = FeatureHasher(hashing, memory)
-    sets, data = load_sets(positive, negative, hasher, settings.seed, data_settings, log, halves)
+    hasher = FeatureHasher(hashing, memories.train if memories else None)
+    sets, data = load_sets(positive, negative, hasher, settings.seed, data_settings, log, memories)
     if served_memory is not None:
         data["memory_fill"] = round(served_memory.fill(), 4)
         log(f"n-gram memory: 2**{hashing.memory_log2_bits} bits, {data['memory_fill']:.1%} set"
@@ -562,8 +587,10 @@ def model_card(info: ModelInfo, data: dict, training: dict, notes: Optional[str]
            "pairs of known words, the share of known pairs; of its triples of known pairs, the share of known "
            "triples (a chain is known pairs in unknown triples, shuffled words known words in unknown pairs). "
            "A training positive is hashed against the memory of the other half of the training positives "
-           "(texts halved, not groups), one text in eight against the whole, its own text in it; validation "
-           "and test texts against the training split's. The memory served holds every positive."
+           "(texts halved, not groups), one text in eight against the whole, its own text in it; a validation "
+           "text against the training split's and the other half of the validation texts (as a served text is: "
+           "other text of its language known, itself not), so the threshold is chosen there; test texts against "
+           "the training split's alone. The memory served holds every positive."
            if h.memory_log2_bits else ""),
         f"- Each bag an embedding bag (dim {info.shape.dim}, mean) → Dense({info.shape.hidden}, ReLU) → Dense(1) → "
         "sigmoid. One model judges furniture and fluency together: the furniture negatives and the machine-made "

@@ -112,9 +112,9 @@ def test_a_training_positive_is_hashed_against_the_memory_of_the_other_half_neve
     write_jsonl(str(tmp_path / "pos.jsonl"), [Example(t, "made-up", group=f"g{i % 40}", lang="xx")
                                                for i, t in enumerate(texts)])
     spec = HashingSpec(buckets=1 << 10, memory_log2_bits=24)  # no false hit among these words
-    halves, held_out = build_memories([str(tmp_path / "pos.jsonl")], [], spec, 13)
-    sets, _ = load_sets([str(tmp_path / "pos.jsonl")], [], FeatureHasher(spec, halves[0] | halves[1]), 13,
-                        log=lambda *_: None, memory_halves=halves)
+    memories = build_memories([str(tmp_path / "pos.jsonl")], [], spec, 13)
+    sets, _ = load_sets([str(tmp_path / "pos.jsonl")], [], FeatureHasher(spec, memories.train), 13,
+                        log=lambda *_: None, memories=memories)
     train = sets["train"]
     bucket = train.bags.layout[:, _MEMORY_FIRST] - _LAYOUT_BASE - _MEMORY_FIRST * _LAYOUT_SLOTS
     positive = train.kinds == CLEAN
@@ -124,4 +124,37 @@ def test_a_training_positive_is_hashed_against_the_memory_of_the_other_half_neve
     assert positive.sum() == len(in_train) and 0 < whole < len(in_train)
     assert (bucket[positive] == 5).sum() == len(in_train) - whole  # share 1/2: no pair with known words
     assert (bucket[positive] >= 10).sum() == whole  # (18 + 1) / (18 + 2): every pair known
-    assert held_out.fill() > 0  # the validation and test positives, for the memory served
+    assert memories.test.fill() > 0  # the test positives, for the memory served
+
+
+def test_a_validation_text_is_hashed_against_the_other_half_of_its_split_as_a_served_text_is(tmp_path):
+    """Validation texts in pairs that share their first sentence: a text whose partner is in the other
+    half of the validation memory finds that sentence's pairs known; one whose partner is in its own
+    half does not (pair share 1/2), and neither does a test text (the test split is hashed with the
+    training memory alone)."""
+    from scoring_service.model.features import _LAYOUT_BASE, _LAYOUT_SLOTS, _MEMORY_FIRST
+    from scoring_service.training.corpus import Example, write_jsonl
+    from scoring_service.training.train import build_memories, memory_half, split_of
+
+    def sentence(i):  # eight words of its own, letters only
+        return " ".join("".join(chr(97 + d) for d in (i // 676, i // 26 % 26, i % 26, j)) for j in range(8)) + "."
+    examples = [Example(sentence(pair) + " " + sentence(1000 + 2 * pair + k), "made-up", group=f"g{pair % 40}",
+                        lang="xx") for pair in range(200) for k in (0, 1)]
+    write_jsonl(str(tmp_path / "pos.jsonl"), examples)
+    spec = HashingSpec(buckets=1 << 10, memory_log2_bits=24)
+    memories = build_memories([str(tmp_path / "pos.jsonl")], [], spec, 13)
+    assert memories.valid_halves[0].fill() > 0 and memories.valid_halves[1].fill() > 0
+    sets, _ = load_sets([str(tmp_path / "pos.jsonl")], [], FeatureHasher(spec, memories.train), 13,
+                        log=lambda *_: None, memories=memories)
+    for split in ("valid", "test"):
+        chosen = [(i, ex) for i, ex in enumerate(examples) if split_of(ex.group, 13) == split]
+        partner_apart = {ex.text: memory_half(ex, 13)[0] != memory_half(examples[i ^ 1], 13)[0] for i, ex in chosen}
+        data = sets[split]
+        bucket = data.bags.layout[:, _MEMORY_FIRST] - _LAYOUT_BASE - _MEMORY_FIRST * _LAYOUT_SLOTS
+        positive = bucket[data.kinds == CLEAN]  # (a set keeps no texts: counted, not matched)
+        apart = sum(partner_apart.values())
+        assert len(positive) == len(chosen) and 0 < apart < len(chosen)
+        if split == "valid":
+            assert (positive > 5).sum() == apart and (positive == 5).sum() == len(chosen) - apart
+        else:
+            assert (positive == 5).all()
