@@ -61,6 +61,10 @@ _SCRIPT_MARKS = {
     "\u17d4": ".", "\u17d5": ".", "\u0f0d": ".", "\u0f0e": ".",
 }
 _TRANSLATE_SCRIPTS = str.maketrans({**_FOLDS, **_SCRIPT_MARKS})
+# Every character that ends a sentence once folded (a full stop, question or exclamation mark of any
+# script): what the negatives split sentences at.
+SENTENCE_END_MARKS = ".!?" + "".join(sorted(c for c, ascii_mark in {**_FOLDS, **_SCRIPT_MARKS}.items()
+                                           if ascii_mark in (".", "!", "?")))
 
 
 def _codes(chars: str) -> np.ndarray:

@@ -28,11 +28,12 @@ import unicodedata
 from collections import defaultdict
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from scoring_service.model.features import SENTENCE_END_MARKS
+
 KINDS = ("shuffled", "local_shuffle", "chain1", "chain2", "chain3", "template", "spun", "filler", "partial")
 
 _SPACELESS = re.compile(r"[\u0E00-\u0EFF\u1000-\u109F\u1780-\u17FF\u2E80-\u9FFF\uF900-\uFAFF\U00020000-\U0003FFFF]")
-# Sentence ends: Latin, CJK, danda, Arabic, Urdu, Ethiopic, Armenian, Myanmar, Khmer and Tibetan marks.
-_ENDS = ".!?\u3002\uff01\uff1f\u0964\u0965\u061f\u06d4\u1362\u1367\u0589\u104b\u17d4\u0f0d\u0f0e"
+_ENDS = re.escape(SENTENCE_END_MARKS)  # the features' sentence ends, of every script
 # A sentence: up to and with its closing marks (and closing quotes or brackets after them).
 _SENTENCE = re.compile(rf"[^{_ENDS}]*(?:[{_ENDS}]+[\"')\]\u201d\u2019]*|$)")
 _CLOSING = re.compile(rf"[{_ENDS}]+[\"')\]\u201d\u2019]*$")

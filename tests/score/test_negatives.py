@@ -4,6 +4,7 @@ from collections import Counter
 
 import pytest
 
+from scoring_service.model.features import SENTENCE_END_MARKS
 from scoring_service.training import negatives
 from scoring_service.training.negatives import LanguagePool, make, sentences_of
 
@@ -50,6 +51,11 @@ def test_words_between_a_script_s_own_separators_are_shuffled_and_joined_with_it
                 for line in t.split("\n") for s in sentences_of(line)]
     assert words(out) == words(text)  # the same words in each sentence, its closing mark at its end
     assert [s[-1] for s in sentences_of(out.replace("\n", " "))] == [s[-1] for s in sentences_of(text.replace("\n", " "))]
+
+
+@pytest.mark.parametrize("mark", list(SENTENCE_END_MARKS))
+def test_every_mark_that_ends_a_sentence_for_the_features_ends_one_for_the_negatives(mark):
+    assert sentences_of(f"one two{mark} three four{mark}") == [f"one two{mark}", f"three four{mark}"]
 
 
 def test_local_shuffle_moves_words_only_within_their_window():
