@@ -8,7 +8,7 @@ import os
 import sys
 from typing import List, Optional
 
-from scoring_service.model.artifacts import DEFAULT_MODEL_DIR, model_dir_of
+from scoring_service.model.artifacts import DEFAULT_MODEL_DIR, NetShape, model_dir_of
 from scoring_service.model.scorer import CPU_THREADS
 
 
@@ -27,7 +27,6 @@ def _serve(args) -> int:
 
 
 def _train(args) -> int:
-    from scoring_service.model.artifacts import NetShape
     from scoring_service.model.features import HashingSpec
     from scoring_service.training.train import DataSettings, TrainSettings, train
 
@@ -37,7 +36,7 @@ def _train(args) -> int:
             notes = fh.read()
     train(args.positive, args.negative, args.out, args.name, args.version,
           hashing=HashingSpec(buckets=args.buckets, max_chars=args.max_chars, memory_log2_bits=args.memory_bits),
-          shape=NetShape(dim=args.dim, hidden=args.hidden),
+          shape=NetShape(dim=args.dim, hidden=args.hidden, members=args.members),
           settings=TrainSettings(epochs=args.epochs, patience=args.patience, batch_size=args.batch_size,
                                  learning_rate=args.learning_rate, seed=args.seed),
           eval_dir=args.eval_dir, notes=notes, device=args.device,
@@ -128,6 +127,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                        help="log2 of the n-gram memory's bits (features.NgramMemory; 25: 4 MiB); 0: no memory")
     train.add_argument("--dim", type=int, default=16)
     train.add_argument("--hidden", type=int, default=32)
+    train.add_argument("--members", type=int, default=NetShape.members,
+                       help="networks trained, each validated on another tenth of the groups; the score is their "
+                            "mean (1: one network, a third of the training time)")
     train.add_argument("--epochs", type=int, default=30)
     train.add_argument("--patience", type=int, default=3)
     train.add_argument("--batch-size", type=int, default=64)

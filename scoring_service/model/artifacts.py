@@ -34,6 +34,9 @@ def model_dir_of(model: str) -> str:
     return model
 
 
+MAX_MEMBERS = 9  # a member validates on one of the nine tenths of the groups the test split leaves
+
+
 @dataclass(frozen=True)
 class NetShape:
     dim: int = 16
@@ -42,6 +45,14 @@ class NetShape:
     # Share of training examples whose content bag is hidden, so that the layout bags must carry
     # the decision on their own (what the model falls back on for scripts it has seen little of).
     content_dropout: float = 0.25
+    # Networks trained each with another tenth of the groups held out for validation, whose scores
+    # are averaged: one split decides which languages a single network never trains on, and the
+    # languages one global threshold fails moved with it.
+    members: int = 3
+
+    def __post_init__(self):
+        if not 1 <= self.members <= MAX_MEMBERS:
+            raise ValueError(f"members: 1 to {MAX_MEMBERS}, not {self.members}")
 
 
 @dataclass
@@ -68,8 +79,9 @@ class ModelInfo:
 
     @classmethod
     def from_dict(cls, data: dict) -> "ModelInfo":
+        shape = NetShape(**{"members": 1, **data["shape"]})  # a model.json from before members: one network
         return cls(name=data["name"], version=str(data["version"]),
-                   hashing=HashingSpec.from_dict(data["hashing"]), shape=NetShape(**data["shape"]),
+                   hashing=HashingSpec.from_dict(data["hashing"]), shape=shape,
                    threshold=float(data["threshold"]), metrics=data.get("metrics", {}),
                    threshold_by_language={str(lang): float(t) for lang, t in
                                           data.get("threshold_by_language", {}).items()})

@@ -91,21 +91,38 @@ class QualityNet(nn.Cell):
         return ops.sigmoid(self.logits(content, content_segments, lines, lines_rows, layout))
 
 
+class MemberMean(nn.Cell):
+    """``NetShape.members`` networks of one shape, each trained with its own validation split; the
+    mean of their probabilities. Its checkpoint names member k's parameters ``members.k.…``."""
+
+    def __init__(self, buckets: int, shape: NetShape, layout_vocab: int = LAYOUT_VOCAB):
+        super().__init__()
+        self.members = nn.CellList([QualityNet(buckets, shape, layout_vocab) for _ in range(shape.members)])
+
+    def construct(self, content, content_segments, lines, lines_rows, layout):
+        total = self.members[0](content, content_segments, lines, lines_rows, layout)
+        for member in self.members[1:]:
+            total = total + member(content, content_segments, lines, lines_rows, layout)
+        return total / len(self.members)
+
+
 def dynamic_inputs():
     """Input signature of the exported graph (``features.Encoded``): every dimension dynamic."""
     ids = ms.Tensor(shape=[None], dtype=ms.int32)
     return ids, ids, ids, ids, ms.Tensor(shape=[None, None], dtype=ms.int32)
 
 
-def build_net(info: ModelInfo, checkpoint: Optional[str] = None) -> QualityNet:
-    net = QualityNet(info.hashing.buckets, info.shape, info.hashing.layout_vocab)
+def build_net(info: ModelInfo, checkpoint: Optional[str] = None) -> nn.Cell:
+    """The model's network (a ``MemberMean`` for a shape of several members), with the checkpoint's weights."""
+    net_class = MemberMean if info.shape.members > 1 else QualityNet
+    net = net_class(info.hashing.buckets, info.shape, info.hashing.layout_vocab)
     if checkpoint:
         ms.load_param_into_net(net, ms.load_checkpoint(checkpoint))
     net.set_train(False)
     return net
 
 
-def export_mindir(net: QualityNet, model_dir: str) -> str:
+def export_mindir(net: nn.Cell, model_dir: str) -> str:
     """Export with every dimension dynamic, so one graph serves any batch size and text length."""
     net.set_train(False)
     base = os.path.join(model_dir, MINDIR[: -len(".mindir")])

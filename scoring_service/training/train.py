@@ -3,11 +3,13 @@
     python -m scoring_service train --positive 'good/*.jsonl' --negative 'bad/*.txt' --out models/mine
 
 Documents are split by group (the pages of one site, the chapters of one book stay together) into
-train / validation / test (80/10/10), so held-out figures are not inflated by near-copies. Training
-stops when the validation loss has not improved for ``patience`` epochs and keeps the best epoch.
-The threshold comes from the class-balanced validation P-R curve (``evaluation.best_f1_threshold``:
-F1-optimal, taken robustly); the test split (never used for any choice) gives the reported precision, recall and AUC,
-measured on the exported MindIR.
+train / validation / test (80/10/10), so held-out figures are not inflated by near-copies. A model is
+``NetShape.members`` networks, each validated on a tenth of its own and all tested on the same one
+(``split_of``); the model's score is the mean of theirs. Each stops when its validation loss has not
+improved for ``patience`` epochs and keeps its best epoch. The threshold comes from the class-balanced
+validation P-R curve (``evaluation.best_f1_threshold``: F1-optimal, taken robustly) of each member's
+validation texts scored by that member; the test split (never used for any choice) gives the reported
+precision, recall and AUC, measured on the exported MindIR.
 """
 from __future__ import annotations
 
@@ -45,10 +47,11 @@ class TrainSettings:
     seed: int = 13
 
 
-def split_of(group: str, seed: int) -> str:
-    """Deterministic 80/10/10 split by group."""
+def split_of(group: str, seed: int, member: int = 0) -> str:
+    """Deterministic 80/10/10 split by group: the first tenth is the test split of every member of a
+    model (``NetShape.members``), member k validates on the (k + 2)-th tenth and trains on the rest."""
     bucket = int(hashlib.sha1(f"{seed}:{group}".encode()).hexdigest()[:8], 16) % 10
-    return "test" if bucket == 0 else "valid" if bucket == 1 else "train"
+    return "test" if bucket == 0 else "valid" if bucket == 1 + member else "train"
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,12 @@ class LabelledSet:
     kinds: np.ndarray
     sources: np.ndarray
     licences: np.ndarray
+
+    @classmethod
+    def concat(cls, parts: Sequence["LabelledSet"]) -> "LabelledSet":
+        return cls(np.concatenate([p.labels for p in parts]), Bags.concat([p.bags for p in parts]),
+                   *(np.concatenate([getattr(p, column) for p in parts]) for column in
+                     ("langs", "kinds", "sources", "licences")))
 
     def batches(self, batch_size: int, rng: Optional[np.random.Generator]):
         """Batches of ``batch_size`` examples as the network takes them; shuffled when ``rng`` is given."""
@@ -195,7 +204,7 @@ class Memories(NamedTuple):
 
 
 def build_memories(positive: Sequence[str], negative: Sequence[str], spec: HashingSpec, seed: int,
-                   data_settings: DataSettings = DataSettings(), chunk: int = 256) -> Memories:
+                   data_settings: DataSettings = DataSettings(), chunk: int = 256, member: int = 0) -> Memories:
     """The n-gram memories of the positives, streamed: each half (``memory_half``) of the training
     split's, each half of the validation split's, and the test split's.
 
@@ -205,12 +214,13 @@ def build_memories(positive: Sequence[str], negative: Sequence[str], spec: Hashi
     memory and the other half of the validation texts: as a served text is, against a memory that
     holds other text of its language but not it, so that the threshold is chosen where the model is
     used. Test texts are hashed with the training memory alone: the card's test figures are for
-    languages and sources the memory never saw. The model is served with all of them."""
+    languages and sources the memory never saw. The model is served with all of them. ``member``:
+    the splits of that member of the model (``split_of``)."""
     memories = [NgramMemory.empty(spec.memory_log2_bits) for _ in range(5)]  # train 0, 1; valid 0, 1; test
     pending: List[List[str]] = [[] for _ in memories]
     negative_digests = {_digest(ex.text) for ex in iter_examples(negative)}
     for ex in _taken_positives(positive, negative_digests, data_settings, set(), Counter(), set()):
-        split = split_of(ex.group or ex.text, seed)
+        split = split_of(ex.group or ex.text, seed, member)
         part = 4 if split == "test" else memory_half(ex, seed)[0] + (2 if split == "valid" else 0)
         pending[part].append(ex.text)
         if len(pending[part]) >= chunk:
@@ -223,11 +233,11 @@ def build_memories(positive: Sequence[str], negative: Sequence[str], spec: Hashi
 
 def load_sets(positive: Sequence[str], negative: Sequence[str], hasher: FeatureHasher, seed: int,
               data_settings: DataSettings = DataSettings(), log=print,
-              memories: Optional[Memories] = None) -> Tuple[Dict[str, LabelledSet], dict]:
+              memories: Optional[Memories] = None, member: int = 0) -> Tuple[Dict[str, LabelledSet], dict]:
     """Read (streamed), cap per language, de-duplicate (a text in both classes is dropped), make the
     machine-made negatives, split by group and hash, a chunk of one language at a time. With
     ``memories`` (``build_memories``), a training positive and a validation text are hashed as
-    ``build_memories`` says; every other text with ``hasher``'s."""
+    ``build_memories`` says; every other text with ``hasher``'s. ``member``: that member's splits."""
     builders = {split: _SetBuilder(hasher) for split in SPLITS}
     taken = set()  # sha1 of each text taken, in either class
     per_language: Counter = Counter()
@@ -239,7 +249,7 @@ def load_sets(positive: Sequence[str], negative: Sequence[str], hasher: FeatureH
     def add(examples: Sequence[Example], texts: Sequence[str], label: int, kinds: Sequence[str]) -> None:
         parts: Dict[Tuple[str, Optional[int]], list] = {}
         for ex, text, kind in zip(examples, texts, kinds):
-            split = split_of(ex.group or ex.text, seed)
+            split = split_of(ex.group or ex.text, seed, member)
             half, whole = memory_half(ex, seed)  # a negative made of a positive: the positive's half
             if not hashers or split == "test" or (split == "train" and (not label or whole)):
                 half = None
@@ -329,6 +339,17 @@ class Trainer:
         self.eval_loss = WeightedLoss(self.net)
         self.eval_loss.set_inputs(*dynamic)
 
+        class Scores(nn.Cell):  # the network's scores, compiled once for dynamic shapes as the losses are
+            def __init__(self, net):
+                super().__init__()
+                self.net = net
+
+            def construct(self, content, content_segments, lines, lines_rows, layout):
+                return self.net(content, content_segments, lines, lines_rows, layout)
+
+        self.predict = Scores(self.net)
+        self.predict.set_inputs(*dynamic_inputs())
+
     def train_epoch(self, data: LabelledSet, weights: np.ndarray, batch_size: int, rng) -> float:
         ms = self.ms
         self.step.set_train(True)
@@ -349,6 +370,19 @@ class Trainer:
                                         ms.Tensor(weights[rows]))
             total += float(batch_loss.asnumpy()) * float(weights[rows].sum())
         return total / float(weights.sum())
+
+    def scores(self, data: LabelledSet, batch_size: int = 256) -> np.ndarray:
+        """P(high quality) of each text of ``data``, by the network as it is now."""
+        self.predict.set_train(False)
+        out = [self.predict(*(self.ms.Tensor(part) for part in batch)).asnumpy()
+               for _, batch in data.batches(batch_size, None)]
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.float32)
+
+    def copy_to(self, net) -> None:
+        """This network's weights into ``net``, a network of the same shape (a member of a ``MemberMean``)."""
+        for source, target in zip(self.net.trainable_params(), net.trainable_params()):
+            assert target.name.split(".")[-2:] == source.name.split(".")[-2:], (source.name, target.name)
+            target.set_data(self.ms.Tensor(source.asnumpy()))
 
     def snapshot(self) -> Dict[str, np.ndarray]:
         return {p.name: p.asnumpy().copy() for p in self.net.trainable_params()}
@@ -447,24 +481,35 @@ def thresholds_by_language(data: LabelledSet, scores: np.ndarray, min_each: int 
     return out
 
 
-def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: str, version: str,
-          hashing: HashingSpec = HashingSpec(), shape: NetShape = NetShape(),
-          settings: TrainSettings = TrainSettings(), eval_dir: Optional[str] = None,
-          notes: Optional[str] = None, log=print, data_settings: DataSettings = DataSettings(),
-          device: str = "CPU") -> ModelInfo:
-    import mindspore as ms
+class TrainedMember(NamedTuple):
+    """One network of a model (``_train_member``): its trainer at its best epoch, its validation texts
+    and their scores, the test split, and what it read."""
 
-    from scoring_service.model.network import export_mindir
-    from scoring_service.model.scorer import TextScorer
+    trainer: "Trainer"
+    valid: LabelledSet
+    valid_scores: np.ndarray
+    test: LabelledSet
+    hasher: FeatureHasher
+    served_memory: Optional[NgramMemory]
+    data: dict
+    history: List[dict]
+    best_loss: float
 
+
+def _train_member(positive: Sequence[str], negative: Sequence[str], hashing: HashingSpec, shape: NetShape,
+                  settings: TrainSettings, data_settings: DataSettings, member: int, device: str,
+                  log) -> TrainedMember:
+    """Member ``member`` of a model, on its splits (``split_of``), to the epoch of its lowest validation loss."""
     started = time.time()
+    if shape.members > 1:
+        log(f"member {member + 1} of {shape.members}")
     memories, served_memory = None, None
     if hashing.memory_log2_bits:
-        memories = build_memories(positive, negative, hashing, settings.seed, data_settings)
+        memories = build_memories(positive, negative, hashing, settings.seed, data_settings, member=member)
         served_memory = memories.served
         hashing = replace(hashing, memory_sha256=served_memory.sha256)
     hasher = FeatureHasher(hashing, memories.train if memories else None)
-    sets, data = load_sets(positive, negative, hasher, settings.seed, data_settings, log, memories)
+    sets, data = load_sets(positive, negative, hasher, settings.seed, data_settings, log, memories, member)
     if served_memory is not None:
         data["memory_fill"] = round(served_memory.fill(), 4)
         log(f"n-gram memory: 2**{hashing.memory_log2_bits} bits, {data['memory_fill']:.1%} set"
@@ -477,8 +522,9 @@ def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: 
     log(f"train {len(sets['train'].labels)}  valid {len(sets['valid'].labels)}  test {len(sets['test'].labels)}  "
         f"(read and hashed in {time.time() - started:.0f} s)")
 
-    trainer = Trainer(hashing, shape, settings, device)
-    rng = np.random.default_rng(settings.seed)
+    member_settings = replace(settings, seed=settings.seed + member)  # its own initial weights and batches
+    trainer = Trainer(hashing, shape, member_settings, device)
+    rng = np.random.default_rng(member_settings.seed)
     train_w, valid_w = class_weights(sets["train"]), class_weights(sets["valid"])
     best, best_loss, history, stale = None, float("inf"), [], 0
     for epoch in range(1, settings.epochs + 1):
@@ -494,42 +540,71 @@ def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: 
                 log(f"early stop: no validation improvement for {settings.patience} epochs")
                 break
     trainer.restore(best)
+    return TrainedMember(trainer, sets["valid"], trainer.scores(sets["valid"]), sets["test"], hasher, served_memory,
+                         data, history, best_loss)
+
+
+def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: str, version: str,
+          hashing: HashingSpec = HashingSpec(), shape: NetShape = NetShape(),
+          settings: TrainSettings = TrainSettings(), eval_dir: Optional[str] = None,
+          notes: Optional[str] = None, log=print, data_settings: DataSettings = DataSettings(),
+          device: str = "CPU") -> ModelInfo:
+    import mindspore as ms
+
+    from scoring_service.model.network import MemberMean, export_mindir
+    from scoring_service.model.scorer import TextScorer
+
+    started = time.time()
+    members = [_train_member(positive, negative, hashing, shape, settings, data_settings, member, device, log)
+               for member in range(shape.members)]
+    first = members[0]
+    hashing, data = first.hasher.spec, first.data  # every member's served memory holds every positive
     train_s = time.time() - started
 
     os.makedirs(out_dir, exist_ok=True)
-    ms.save_checkpoint(trainer.net, os.path.join(out_dir, CHECKPOINT))
-    mindir = export_mindir(trainer.net, out_dir)
+    if shape.members == 1:
+        net = first.trainer.net
+    else:
+        net = MemberMean(hashing.buckets, shape, hashing.layout_vocab)
+        for k, member in enumerate(members):
+            member.trainer.copy_to(net.members[k])
+    ms.save_checkpoint(net, os.path.join(out_dir, CHECKPOINT))
+    mindir = export_mindir(net, out_dir)
     for path in (os.path.join(out_dir, CHECKPOINT), mindir):
         os.chmod(path, 0o644)  # MindSpore writes them owner-read-only
     info = ModelInfo(name=name, version=version, hashing=hashing, shape=shape)
     write_info(out_dir, info)
-    if served_memory is not None:
-        write_memory(out_dir, served_memory)
+    if first.served_memory is not None:
+        write_memory(out_dir, first.served_memory)
 
+    # The threshold: each member's validation texts scored by that member, the one that never trained on them.
+    valid = LabelledSet.concat([member.valid for member in members])
+    valid_scores = np.concatenate([member.valid_scores for member in members])
+    info.threshold = round(evaluation.best_f1_threshold(valid.labels, valid_scores), 4)
+    info.threshold_by_language = thresholds_by_language(valid, valid_scores)
     # Everything below is measured on the exported MindIR: the artifact that is served.
     scorer = TextScorer.load(out_dir)
-    valid_scores = scorer.score_bags(sets["valid"].bags)
-    info.threshold = round(evaluation.best_f1_threshold(sets["valid"].labels, valid_scores), 4)
-    info.threshold_by_language = thresholds_by_language(sets["valid"], valid_scores)
-    test_scores = scorer.score_bags(sets["test"].bags)
+    test = first.test
+    test_scores = scorer.score_bags(test.bags)
     threshold_of = info.threshold_for
     info.metrics = {
-        "valid": evaluation.summary(sets["valid"].labels, valid_scores, info.threshold),
-        "test": evaluation.summary(sets["test"].labels, test_scores, info.threshold, curve_points=19),
-        "per_source_test": _per_source(sets["test"], test_scores, info.threshold),
-        "per_language_test": per_language(sets["test"], test_scores, threshold_of),
+        "valid": evaluation.summary(valid.labels, valid_scores, info.threshold),
+        "test": evaluation.summary(test.labels, test_scores, info.threshold, curve_points=19),
+        "per_source_test": _per_source(test, test_scores, info.threshold),
+        "per_language_test": per_language(test, test_scores, threshold_of),
         "evaluation": {}, "machine_made": {},
     }
     for set_name, (pos, neg) in evaluation_sets(eval_dir).items():
         scores = scorer.score(pos + neg)
         labels = np.r_[np.ones(len(pos)), np.zeros(len(neg))]
         info.metrics["evaluation"][set_name] = evaluation.summary(labels, scores, info.threshold)
-    for set_name, held_out in machine_sets(eval_dir, hasher, settings.seed).items():
+    for set_name, held_out in machine_sets(eval_dir, first.hasher, settings.seed).items():
         info.metrics["machine_made"][set_name] = per_language(held_out, scorer.score_bags(held_out.bags),
                                                               threshold_of)
     write_info(out_dir, info)
     training = {"settings": asdict(settings), "data_settings": asdict(data_settings), "device": device,
-                "history": history, "best_valid_loss": round(best_loss, 5), "train_s": round(train_s, 1),
+                "history": [member.history for member in members],
+                "best_valid_loss": [round(member.best_loss, 5) for member in members], "train_s": round(train_s, 1),
                 "wall_s": round(time.time() - started, 1), "command": " ".join(["python -m scoring_service", *sys.argv[1:]]),
                 "trained_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}
     with open(os.path.join(out_dir, CARD), "w", encoding="utf-8") as fh:
@@ -595,13 +670,17 @@ def model_card(info: ModelInfo, data: dict, training: dict, notes: Optional[str]
         f"- Each bag an embedding bag (dim {info.shape.dim}, mean) → Dense({info.shape.hidden}, ReLU) → Dense(1) → "
         "sigmoid. One model judges furniture and fluency together: the furniture negatives and the machine-made "
         "negatives are trained in the same loss, so a single score and threshold serve both. Every row is "
-        "computed on its own, so a text scores the same in any batch.",
+        "computed on its own, so a text scores the same in any batch."
+        + (f" {info.shape.members} such networks (members), each validated on another tenth of the groups and "
+           "trained on the rest but the test split; the score is the mean of their probabilities."
+           if info.shape.members > 1 else ""),
         f"- Files: `{MINDIR}` (inputs: `features.Encoded`), `{CHECKPOINT}`, `{MODEL_JSON}`"
         + (f", `{MEMORY}`" if h.memory_log2_bits else "") + ".",
         "",
         "## Training data", "",
         "Machine-made negatives are made from the positives while reading them (`scoring_service/training/"
-        "negatives.py`): one per positive, the kinds of `negatives.TRAINING_TURN` in turn ("
+        f"negatives.py`): {training['data_settings']['negatives_per_positive']} per positive, each of another kind, "
+        "the kinds of `negatives.TRAINING_TURN` in turn ("
         + ", ".join(sorted(set(negatives.TRAINING_TURN))) + "), chains and templates from a pool of OTHER "
         "positives of the same language. Every kind, trained or not, is measured in the tables below.", "",
         "| label | source | licence | train | valid | test |", "|---|---|---|---|---|---|",
@@ -610,11 +689,15 @@ def model_card(info: ModelInfo, data: dict, training: dict, notes: Optional[str]
         lines.append(f"| {row['label']} | {row['source']} | {row['licence']} | {row['train']} | {row['valid']} | {row['test']} |")
     languages = data.get("positives_per_language", {})
     lines += ["", f"Texts present in both classes were dropped ({data['dropped_in_both_classes']}). "
-              "Splits are by group (page, book, speech, file), 80/10/10. "
+              "Splits are by group (page, book, speech, file), 80/10/10"
+              + (" for each member, all of them tested on the same tenth (the table counts the first member's)"
+                 if info.shape.members > 1 else "") + ". "
               f"Positives in {len(languages)} languages (at most {training['data_settings']['max_docs_per_language']} "
               "per language).", ""]
     lines += ["## Threshold", "",
-              f"**{info.threshold}** — from the validation P-R curve, the negatives weighted to weigh as much as "
+              f"**{info.threshold}** — from the validation P-R curve"
+              + (" (each member's validation texts scored by that member)" if info.shape.members > 1 else "")
+              + ", the negatives weighted to weigh as much as "
               "the positives (so that the threshold does not move with how many negatives training made): of the "
               "thresholds whose F1 is within 0.005 of the best, the one nearest 0.5 (the class-balanced boundary; "
               "F1 is flat there). "
@@ -648,7 +731,8 @@ def model_card(info: ModelInfo, data: dict, training: dict, notes: Optional[str]
     lines += ["", "## Training", "",
               f"- Settings: {json.dumps(training['settings'])}; data: {json.dumps(training['data_settings'])}; "
               f"device {training['device']}.",
-              f"- Epochs run: {len(training['history'])}, best validation loss {training['best_valid_loss']}, "
+              f"- Epochs run: {', '.join(str(len(h)) for h in training['history'])}, best validation loss "
+              f"{', '.join(map(str, training['best_valid_loss']))} (per member), "
               f"wall time {training['wall_s']} s (reading, corrupting, hashing and training: {training['train_s']} s), "
               f"trained {training['trained_at']}.",
               f"- Command: `{training['command']}`", ""]

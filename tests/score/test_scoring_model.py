@@ -150,6 +150,7 @@ def test_a_model_json_from_before_word_order_loads_and_hashes_without_it(hasher)
     assert not info.hashing.spaceless_scripts and not info.hashing.order_stats and not info.hashing.script_words
     assert not info.hashing.spaceless_clusters and info.hashing.word_rules == 0
     assert info.threshold_by_language == {} and info.threshold_for("en") == info.threshold
+    assert info.shape.members == 1  # written before members: one network
     layout = FeatureHasher(info.hashing).encode_bags(["Some text. And more of it."]).layout
     assert (layout[:, _ORDER_FIRST:] == 0).all() and (layout[:, :_ORDER_FIRST] > 0).all()
     info.threshold_by_language = {"en": 0.25}
@@ -241,7 +242,7 @@ def test_training_writes_checkpoint_dynamic_mindir_and_card(tmp_path):
 
     out = tmp_path / "model"
     info = train([str(tmp_path / "good.*")], [str(tmp_path / "bad.parquet")], str(out), "tiny", "0.1",
-                 hashing=HashingSpec(buckets=1 << 12), shape=NetShape(dim=8, hidden=8),
+                 hashing=HashingSpec(buckets=1 << 12), shape=NetShape(dim=8, hidden=8, members=2),
                  settings=TrainSettings(epochs=3, patience=1, learning_rate=3e-3), log=lambda *_: None)
     for name in (CHECKPOINT, MINDIR, CARD, "model.json"):
         assert (out / name).exists(), name
@@ -249,7 +250,7 @@ def test_training_writes_checkpoint_dynamic_mindir_and_card(tmp_path):
     assert 0.0 < info.threshold < 1.0 and info.metrics["test"]["auc"] >= 0.7
     card = (out / CARD).read_text(encoding="utf-8")
     assert "| positive | austen | public domain |" in card and "| negative | bad.parquet | CC BY 4.0 |" in card
-    assert "P-R curve" in card and f"**{info.threshold}**" in card
+    assert "P-R curve" in card and f"**{info.threshold}**" in card and "2 such networks (members)" in card
 
     # One exported graph for any batch size and text length; same scores as the checkpoint.
     texts = ["Short.", paragraphs[0], "\n".join(sms[:30]), "", "多种语言的文本。"]
@@ -259,6 +260,23 @@ def test_training_writes_checkpoint_dynamic_mindir_and_card(tmp_path):
     scorer = TextScorer.load(str(out))
     one_by_one = np.concatenate([scorer.score([t]) for t in texts])
     assert np.array_equal(from_mindir, one_by_one)  # a text's score does not depend on its batch
+
+    # The score is the mean of the members' probabilities, each member a network of its own.
+    import mindspore as ms
+    from scoring_service.model.network import QualityNet
+    checkpoint = ms.load_checkpoint(str(out / CHECKPOINT))
+    texts = [t for t in texts if t]  # the scorer gives an empty text 0 without the network
+    encoded = [ms.Tensor(part) for part in FeatureHasher(info.hashing).encode(texts)]
+    members = []
+    for k in range(2):
+        member = QualityNet(info.hashing.buckets, info.shape, info.hashing.layout_vocab)
+        prefix = f"members.{k}."
+        ms.load_param_into_net(member, {name[len(prefix):]: value for name, value in checkpoint.items()
+                                        if name.startswith(prefix)}, strict_load=True)
+        member.set_train(False)
+        members.append(member(*encoded).asnumpy())
+    assert not np.allclose(members[0], members[1], atol=1e-3)
+    assert np.allclose(scorer.score(texts), np.mean(members, axis=0), atol=1e-5)
 
 
 @pytest.mark.slow  # trains a MindSpore model
@@ -285,7 +303,7 @@ def test_training_from_positives_alone_makes_its_own_negatives_and_judges_each_l
 
     out = tmp_path / "model"
     info = train([str(kept.parent)], [], str(out), "self", "0.1", eval_dir=str(tmp_path / "eval"),
-                 hashing=HashingSpec(buckets=1 << 14, memory_log2_bits=20), shape=NetShape(dim=8, hidden=16),
+                 hashing=HashingSpec(buckets=1 << 14, memory_log2_bits=20), shape=NetShape(dim=8, hidden=16, members=1),
                  settings=TrainSettings(epochs=6, patience=2, learning_rate=3e-3), log=lambda *_: None)
     test = info.metrics["per_language_test"]
     assert set(test) == {"en", "zh"}

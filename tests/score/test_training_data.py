@@ -158,3 +158,20 @@ def test_a_validation_text_is_hashed_against_the_other_half_of_its_split_as_a_se
             assert (positive > 5).sum() == apart and (positive == 5).sum() == len(chosen) - apart
         else:
             assert (positive == 5).all()
+
+
+def test_every_member_tests_on_the_same_groups_and_validates_on_its_own_tenth():
+    from scoring_service.model.artifacts import MAX_MEMBERS, NetShape
+    from scoring_service.training.train import split_of
+
+    groups = [f"site-{i}" for i in range(2000)]
+    splits = [[split_of(g, 13, member) for g in groups] for member in range(MAX_MEMBERS)]
+    tests = [{g for g, split in zip(groups, member) if split == "test"} for member in splits]
+    valids = [{g for g, split in zip(groups, member) if split == "valid"} for member in splits]
+    assert all(t == tests[0] for t in tests) and 150 < len(tests[0]) < 250
+    assert all(150 < len(v) < 250 and not v & tests[0] for v in valids)
+    assert all(not a & b for i, a in enumerate(valids) for b in valids[i + 1:])  # another tenth each
+    assert [split_of(g, 13) for g in groups] == splits[0]  # a model of one network: the first member's splits
+    for members in (0, MAX_MEMBERS + 1):
+        with pytest.raises(ValueError, match="members"):
+            NetShape(members=members)
