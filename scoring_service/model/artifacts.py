@@ -45,9 +45,9 @@ class NetShape:
     # Share of training examples whose content bag is hidden, so that the layout bags must carry
     # the decision on their own (what the model falls back on for scripts it has seen little of).
     content_dropout: float = 0.25
-    # Networks trained each with another tenth of the groups held out for validation, whose scores
-    # are averaged: one split decides which languages a single network never trains on, and the
-    # languages one global threshold fails moved with it.
+    # Networks trained each with another tenth of the groups held out for validation, their scores
+    # averaged: one split decides which languages a single network never trains on, and which
+    # languages one global threshold fails moves with it.
     members: int = 3
 
     def __post_init__(self):

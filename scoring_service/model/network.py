@@ -7,7 +7,8 @@ whatever the spread of its lengths; the content bag lists each id once per count
 the classes' powers of two after. The three pooled vectors feed a small MLP. Every row is computed
 on its own (no matrix product across rows), so a text scores the same alone as in any batch.
 Everything is a gather, a segment sum, a reduction or elementwise, so it runs on CPU, GPU and
-Ascend alike and exports to MindIR with every dimension dynamic.
+Ascend alike and exports to MindIR with every dimension dynamic. A model of several members
+(``NetShape.members``) is a ``MemberMean`` of such networks, exported as one graph.
 The files a trained model is saved as are described in ``artifacts.py``.
 """
 from __future__ import annotations
