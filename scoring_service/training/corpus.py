@@ -4,7 +4,8 @@
 * ``.jsonl`` / ``.json`` — one object per line with a text field; optional ``source``, ``licence``,
   ``group`` and ``lang`` fields are kept (the model card counts documents per source and licence
   and gives figures per language; the held-out split never separates documents of one group, e.g.
-  the pages of one site).
+  the pages of one site). Without a ``group``, a ``url`` field's host is the group (a run's stages
+  keep the page's URL), else each document is its own.
 * ``.parquet`` (file or folder, e.g. a run's ``filter/kept/``) — a text column, same optional columns.
 
 Files are read as a stream (``iter_examples``), a Parquet file by record batches, so a large sample
@@ -17,6 +18,7 @@ import json
 import os
 from dataclasses import dataclass
 from typing import Iterable, Iterator, List, Optional
+from urllib.parse import urlsplit
 
 
 
@@ -63,7 +65,7 @@ def _parquet_rows(path: str, text_column: str, batch_rows: int = 1024) -> Iterat
     import pyarrow.dataset as ds
 
     dataset = ds.dataset(path, format="parquet", partitioning="hive")
-    wanted = [c for c in dataset.schema.names if c in (text_column, "source", "licence", "group", "lang")]
+    wanted = [c for c in dataset.schema.names if c in (text_column, "source", "licence", "group", "lang", "url")]
     for batch in dataset.to_batches(columns=wanted, batch_size=batch_rows):
         yield from batch.to_pylist()
 
@@ -75,7 +77,17 @@ def _from_rows(rows: Iterable[dict], name: str, text_column: str) -> Iterator[Ex
             raise ValueError(f"{name}: no {text_column!r} field in row {i}")
         if text and text.strip():
             yield Example(text, _opt(row.get("source")) or name, _opt(row.get("licence")) or "unknown",
-                          _opt(row.get("group")) or f"{name}:{i}", _opt(row.get("lang")) or "")
+                          _opt(row.get("group")) or _site(row.get("url")) or f"{name}:{i}", _opt(row.get("lang")) or "")
+
+
+def _site(url) -> Optional[str]:
+    """A page's group when none is given: its host, so that a site's pages (their shared furniture and
+    near-copies) stay in one split."""
+    try:
+        host = urlsplit(str(url)).hostname if url else None
+    except ValueError:  # not a URL: no site to keep together
+        return None
+    return f"site:{host}" if host else None
 
 
 def _opt(value) -> Optional[str]:

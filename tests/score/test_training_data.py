@@ -175,3 +175,17 @@ def test_every_member_tests_on_the_same_groups_and_validates_on_its_own_tenth():
     for members in (0, MAX_MEMBERS + 1):
         with pytest.raises(ValueError, match="members"):
             NetShape(members=members)
+
+
+def test_without_a_group_a_page_s_site_is_its_group(tmp_path):
+    rows = [{"text": "a", "url": "https://news.example.org/a?x=1", "group": "given"},
+            {"text": "b", "url": "https://News.Example.org/b"},
+            {"text": "c", "url": "http://blog.example.net:8080/c"},
+            {"text": "d", "url": "not a url"}, {"text": "e", "url": "http://[::1/"}, {"text": "f"}]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "kept.parquet")
+    with open(tmp_path / "kept.jsonl", "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(row) + "\n" for row in rows)
+    for name in ("kept.parquet", "kept.jsonl"):
+        groups = [ex.group for ex in iter_examples([str(tmp_path / name)])]
+        assert groups == ["given", "site:news.example.org", "site:blog.example.net",
+                          f"{name}:3", f"{name}:4", f"{name}:5"]
