@@ -689,7 +689,7 @@ def model_card(info: ModelInfo, data: dict, training: dict, notes: Optional[str]
         lines.append(f"| {row['label']} | {row['source']} | {row['licence']} | {row['train']} | {row['valid']} | {row['test']} |")
     languages = data.get("positives_per_language", {})
     lines += ["", f"Texts present in both classes were dropped ({data['dropped_in_both_classes']}). "
-              "Splits are by group (page, book, speech, file), 80/10/10"
+              "Splits are by group (site, page, book, speech, file), 80/10/10"
               + (" for each member, all of them tested on the same tenth (the table counts the first member's)"
                  if info.shape.members > 1 else "") + ". "
               f"Positives in {len(languages)} languages (at most {training['data_settings']['max_docs_per_language']} "
