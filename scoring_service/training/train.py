@@ -483,17 +483,18 @@ def thresholds_by_language(data: LabelledSet, scores: np.ndarray, min_each: int 
 
 class TrainedMember(NamedTuple):
     """One network of a model (``_train_member``): its trainer at its best epoch, its validation texts
-    and their scores, the test split, and what it read."""
+    and their scores, and, the same for every member (``None`` once the first member holds them), the
+    test split, the hasher, the memory served and what was read."""
 
     trainer: "Trainer"
     valid: LabelledSet
     valid_scores: np.ndarray
-    test: LabelledSet
-    hasher: FeatureHasher
-    served_memory: Optional[NgramMemory]
-    data: dict
     history: List[dict]
     best_loss: float
+    test: Optional[LabelledSet]
+    hasher: Optional[FeatureHasher]
+    served_memory: Optional[NgramMemory]
+    data: Optional[dict]
 
 
 def _train_member(positive: Sequence[str], negative: Sequence[str], hashing: HashingSpec, shape: NetShape,
@@ -540,8 +541,8 @@ def _train_member(positive: Sequence[str], negative: Sequence[str], hashing: Has
                 log(f"early stop: no validation improvement for {settings.patience} epochs")
                 break
     trainer.restore(best)
-    return TrainedMember(trainer, sets["valid"], trainer.scores(sets["valid"]), sets["test"], hasher, served_memory,
-                         data, history, best_loss)
+    return TrainedMember(trainer, sets["valid"], trainer.scores(sets["valid"]), history, best_loss, sets["test"],
+                         hasher, served_memory, data)
 
 
 def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: str, version: str,
@@ -555,8 +556,13 @@ def train(positive: Sequence[str], negative: Sequence[str], out_dir: str, name: 
     from scoring_service.model.scorer import TextScorer
 
     started = time.time()
-    members = [_train_member(positive, negative, hashing, shape, settings, data_settings, member, device, log)
-               for member in range(shape.members)]
+    members: List[TrainedMember] = []
+    for member in range(shape.members):
+        trained = _train_member(positive, negative, hashing, shape, settings, data_settings, member, device, log)
+        # The test split, the hasher's training memory and the served memory, kept once: at 2**33 bits a
+        # memory is 1 GiB.
+        members.append(trained._replace(test=None, hasher=None, served_memory=None, data=None) if members
+                       else trained)
     first = members[0]
     hashing, data = first.hasher.spec, first.data  # every member's served memory holds every positive
     train_s = time.time() - started
