@@ -294,7 +294,8 @@ def order_stats(const uint64_t[::1] cp, const int64_t[::1] lengths, int word_rul
 
 
 # Columns of ``memory_stats``.
-MEMORY_STATS = ("pairs_of_known_words", "known_pairs", "triples_of_known_pairs", "known_triples")
+MEMORY_STATS = ("pairs_of_known_words", "known_pairs", "triples_of_known_pairs", "known_triples",
+                "skip_pairs_of_known_words", "known_skip_pairs")
 cdef uint64_t BOUNDARY = 0x2545F4914F6CDD1D  # the token a sentence starts and ends with
 cdef uint64_t TRIGRAM_SALT = 0xD6E8FEB86659FD93
 cdef uint64_t UNIGRAM_SALT = 0x8CB92BA72F3D8DD7
@@ -388,6 +389,12 @@ cdef void count_tokens(const uint64_t[::1] tokens, Py_ssize_t nt, const uint64_t
         if pair_known[i] and pair_known[i + 1] and tokens[i + 1] != BOUNDARY:
             out[2] += 1
             out[3] += has_bit(bits, trigram_key(bigram_key(tokens[i], tokens[i + 1]), tokens[i + 2]), mask)
+        # Words one apart in a sentence, asked as a pair: what a pair of this text's words is known as
+        # when their order says nothing about them.
+        if (known[i] and known[i + 2] and tokens[i] != BOUNDARY and tokens[i + 1] != BOUNDARY
+                and tokens[i + 2] != BOUNDARY):
+            out[4] += 1
+            out[5] += has_bit(bits, bigram_key(tokens[i], tokens[i + 2]), mask)
 
 
 def _memory_pass(const uint64_t[::1] cp, const int64_t[::1] lengths, uint64_t[::1] bits, int word_rules,
@@ -428,7 +435,9 @@ def memory_stats(const uint64_t[::1] cp, const int64_t[::1] lengths, uint64_t[::
     more of the words the memory knows, so text of a subject or site the memory never saw is not read
     as disorder. Shuffled words are known words in unknown pairs; a chain of pairs (fitted on text
     like the memory's) is known pairs in unknown triples; a person's text reuses known pairs and, mostly,
-    the triples around them. ``bits`` is only read."""
+    the triples around them. Last, its pairs of words one apart whose two words ``bits`` holds, and how
+    many of those it holds as pairs: the share a pair of the text's words is known by chance, against
+    which its pairs' share says how well the memory knows text of its kind. ``bits`` is only read."""
     return _memory_pass(cp, lengths, bits, word_rules, False, "memory_stats")
 
 

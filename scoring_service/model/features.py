@@ -17,7 +17,9 @@ A batch of texts becomes the model's three bags (``Encoded``):
   Shuffled words, n-gram chains, templates and filler move these in a language the model never saw.
   A model with an n-gram memory (``NgramMemory``: the words, pairs and triples of its training text)
   adds what the memory knows of the text: of its pairs of known words, the share that are known
-  pairs; of its triples of known pairs, the share that are known triples.
+  pairs; of its triples of known pairs, the share that are known triples; and the pair share over
+  the share of its pairs of words one apart, which reads word order where the memory knows little
+  of the text's subject (a news crawl against a memory of books).
 
 Lengths are counted in script-neutral units (a CJK character counts 3, about one word of Latin
 text), and CJK and full-width punctuation is mapped to ASCII, so ``lines`` and ``layout`` mean the
@@ -126,9 +128,13 @@ _LAYOUT_EDGES = (
     ("memory_pair_share", (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)),
     ("memory_triple_share", (0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)),
     ("memory_joint", None),
+    # log2 of the pair share over the share of pairs of words one apart (HashingSpec.memory_skip_pairs):
+    # about 0 for shuffled words, above it where the order is a person's, whether the memory knows the
+    # text's subject well (both shares high) or little (both low).
+    ("memory_pair_over_skip_pair", (-0.5, -0.25, 0.0, 0.15, 0.3, 0.45, 0.6, 0.8, 1.0, 1.3, 1.7, 2.2)),
 )
 _ORDER_FEATURES = 8  # the entries of _LAYOUT_EDGES before the memory's
-_MEMORY_FEATURES = 3  # the last entries of _LAYOUT_EDGES
+_MEMORY_FEATURES = 4  # the last entries of _LAYOUT_EDGES
 _MEMORY_JOINT_EDGES = ((0.5, 0.8, 0.95), (0.6, 0.75, 0.9))  # pair share, triple share
 LAYOUT_FEATURES = len(_LAYOUT_EDGES)
 _MEMORY_FIRST = LAYOUT_FEATURES - _MEMORY_FEATURES
@@ -163,13 +169,15 @@ class HashingSpec:
     # its layout columns are padding.
     memory_log2_bits: int = 0
     memory_sha256: str = ""
+    # With a memory: its last layout column, the pair share against pairs of words one apart.
+    memory_skip_pairs: bool = True
 
     @classmethod
     def from_dict(cls, data: dict) -> "HashingSpec":
-        # A model.json written before spaceless_scripts, spaceless_clusters, order_stats or script_words
-        # hashes without them.
+        # A model.json written before spaceless_scripts, spaceless_clusters, order_stats, script_words or
+        # memory_skip_pairs hashes without them.
         return cls(**{"spaceless_scripts": False, "spaceless_clusters": False, "order_stats": False,
-                      "script_words": False, **data,
+                      "script_words": False, "memory_skip_pairs": False, **data,
                       "char_ngrams": tuple(data["char_ngrams"])})
 
     @property
@@ -181,7 +189,9 @@ class HashingSpec:
     def to_dict(self) -> dict:
         data = {**asdict(self), "char_ngrams": list(self.char_ngrams)}
         if not self.memory_log2_bits:  # a model without memory keeps the spec (and digest) it had
-            del data["memory_log2_bits"], data["memory_sha256"]
+            del data["memory_log2_bits"], data["memory_sha256"], data["memory_skip_pairs"]
+        elif not self.memory_skip_pairs:  # nor does one whose memory has no skip pairs
+            del data["memory_skip_pairs"]
         return data
 
     @property
@@ -198,9 +208,9 @@ class HashingSpec:
     @property
     def layout_vocab(self) -> int:
         """Rows of the layout bag's table: a model hashed without the memory, or without the word-order
-        statistics and the memory, has none for them."""
+        statistics and the memory, has none for them; one with a memory but no skip pairs, none for those."""
         if self.memory_log2_bits:
-            return LAYOUT_VOCAB
+            return LAYOUT_VOCAB - (0 if self.memory_skip_pairs else _LAYOUT_SLOTS)
         return LAYOUT_VOCAB - (_MEMORY_FEATURES + (0 if self.order_stats else _ORDER_FEATURES)) * _LAYOUT_SLOTS
 
     @property
@@ -463,8 +473,9 @@ class FeatureHasher:
             order = order_features(_features.order_stats(cp, lengths, spec.word_rules)) + case_features(collapsed)
             layout[:, _ORDER_FIRST:_MEMORY_FIRST] = _layout_ids(order, _ORDER_FIRST)
         if self.memory is not None:
-            stats = _features.memory_stats(cp, lengths, self.memory.bits, spec.word_rules)
-            layout[:, _MEMORY_FIRST:] = _layout_ids(memory_features(stats), _MEMORY_FIRST)
+            values = memory_features(_features.memory_stats(cp, lengths, self.memory.bits, spec.word_rules))
+            values = values if spec.memory_skip_pairs else values[:-1]
+            layout[:, _MEMORY_FIRST:_MEMORY_FIRST + len(values)] = _layout_ids(values, _MEMORY_FIRST)
         return Bags(*content, *_flat(line_doc, line_ids, len(texts)), layout)
 
     # -- internals
@@ -534,12 +545,13 @@ def order_features(stats: np.ndarray) -> Tuple[np.ndarray, ...]:
 def memory_features(stats: np.ndarray) -> Tuple[np.ndarray, ...]:
     """The memory's layout values (the last ``_MEMORY_FEATURES`` of ``_LAYOUT_EDGES``) from
     ``_features.memory_stats`` rows; shares of few n-grams are drawn towards one half."""
-    pairs, known_pairs, triples, known_triples = stats.T
+    pairs, known_pairs, triples, known_triples, skip_pairs, known_skip_pairs = stats.T
     pair_share = (known_pairs + 1.0) / (pairs + 2.0)
     triple_share = (known_triples + 1.0) / (triples + 2.0)
     joint = (np.searchsorted(_MEMORY_JOINT_EDGES[0], pair_share, side="right") * 4
              + np.searchsorted(_MEMORY_JOINT_EDGES[1], triple_share, side="right"))
-    return pair_share, triple_share, joint.astype(np.float64)
+    skip_share = (known_skip_pairs + 1.0) / (skip_pairs + 2.0)
+    return pair_share, triple_share, joint.astype(np.float64), np.log2(pair_share / skip_share)
 
 
 def _layout_ids(values: Sequence[np.ndarray], first: int) -> np.ndarray:

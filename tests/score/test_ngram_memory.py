@@ -89,3 +89,17 @@ def test_a_spec_without_memory_keeps_its_digest_and_pads_the_memory_columns():
         ["sat the on cat a"]).layout])[:, :_MEMORY_FIRST])
     pair_bucket = with_memory[:, _MEMORY_FIRST] - _LAYOUT_BASE - _MEMORY_FIRST * _LAYOUT_SLOTS
     assert pair_bucket[0] > pair_bucket[1]  # the text it holds against its words shuffled
+
+
+def test_pairs_of_words_one_apart_are_asked_as_pairs_within_a_sentence():
+    memory = memory_of(MEMORY_TEXT)
+    # Each sentence of the memory's text: 6 words, 4 pairs one apart ("the sat", "cat on", ...), none a pair.
+    got = stats(memory, MEMORY_TEXT)
+    assert (got["skip_pairs_of_known_words"], got["known_skip_pairs"]) == (8, 0)
+    # Words one apart: "the cat" and "sat on", pairs of the memory; of its pairs only the start ("the").
+    got = stats(memory, "The sat cat on")
+    assert (got["skip_pairs_of_known_words"], got["known_skip_pairs"]) == (2, 2)
+    assert (got["pairs_of_known_words"], got["known_pairs"]) == (5, 1)
+    # An unknown word ("zebra") is not asked, and no pair one apart crosses a sentence's end.
+    got = stats(memory, "The zebra sat on. The dog lay")
+    assert (got["skip_pairs_of_known_words"], got["known_skip_pairs"]) == (2, 0)

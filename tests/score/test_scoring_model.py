@@ -128,6 +128,34 @@ def test_word_order_layout_tells_a_text_from_its_shuffle_in_latin_and_chinese(ha
         assert (trigrams[0] >= trigrams[1]).mean() > 0.9 and (trigrams[0] > trigrams[1]).mean() > 0.2
 
 
+def test_a_memory_without_skip_pairs_hashes_as_before_and_a_new_one_fills_their_column():
+    """The shipped ``fluency`` model was trained before the skip-pair feature: its spec (and digest)
+    stay as written and its last layout column is padding; a new model's holds the feature."""
+    from dataclasses import replace
+
+    from scoring_service.model.artifacts import model_hasher, read_info
+    from scoring_service.model.features import _MEMORY_FIRST, LAYOUT_FEATURES, LAYOUT_VOCAB, HashingSpec
+
+    model_dir = model_dir_of("fluency")
+    written = json.load(open(os.path.join(model_dir, "model.json"), encoding="utf-8"))["hashing"]
+    old = model_hasher(model_dir, read_info(model_dir))
+    assert "memory_skip_pairs" not in written and not old.spec.memory_skip_pairs
+    assert old.spec.to_dict() == HashingSpec.from_dict(written).to_dict() and "memory_skip_pairs" not in old.spec.to_dict()
+    assert old.spec.layout_vocab == LAYOUT_VOCAB - _LAYOUT_SLOTS  # the table its checkpoint has
+    prose = ("It was the best of times and the worst of times. The people of the town went out into the "
+             "street and looked at the sky, and none of them could say what they had seen there. When the "
+             "night came they went back to their houses and sat by the fire until it was time to sleep.")
+    words = prose.split()
+    texts = [prose, " ".join(random.Random(3).sample(words, len(words)))]
+    before = old.encode_bags(texts).layout
+    assert (before[:, LAYOUT_FEATURES - 1] == 0).all() and (before[:, _MEMORY_FIRST:LAYOUT_FEATURES - 1] > 0).all()
+    new = FeatureHasher(replace(old.spec, memory_skip_pairs=True), old.memory).encode_bags(texts).layout
+    assert np.array_equal(new[:, :-1], before[:, :-1])
+    first = _LAYOUT_BASE + (LAYOUT_FEATURES - 1) * _LAYOUT_SLOTS
+    assert ((new[:, -1] >= first) & (new[:, -1] < first + _LAYOUT_SLOTS)).all()
+    assert new[0, -1] > new[1, -1]  # a person's order over its shuffle
+
+
 def test_case_features_count_capitals_at_sentence_starts_and_inside_sentences():
     from scoring_service.model.features import case_features
 
@@ -326,7 +354,7 @@ def test_training_from_positives_alone_makes_its_own_negatives_and_judges_each_l
 
     assert info.hashing.memory_log2_bits == 20 and (out / MEMORY).stat().st_size == 1 << 17
     assert read_memory(str(out), read_info(str(out)).hashing).sha256 == info.hashing.memory_sha256
-    assert "n-gram memory" in card
+    assert "n-gram memory" in card and info.hashing.memory_skip_pairs and "words one apart" in card
     texts = english[440:450] + chinese[300:305]
     service = LocalService(str(out))
     try:
