@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from scoring_service.model.features import COUNT_BITS, LAYOUT_FEATURES, LAYOUT_VOCAB, Bags, HashingSpec
+from scoring_service.model.features import COUNT_BITS, LAYOUT_FEATURES, Bags, HashingSpec
 from scoring_service.serving.config import ServerConfig
 from scoring_service.serving.errors import RequestError
 
@@ -107,8 +107,8 @@ def bags_from_arrow(body: bytes, config: ServerConfig, spec: HashingSpec) -> Bag
     parts = []
     for name, most, vocab in (("content", spec.max_content_ids, spec.buckets),
                               ("content_classes", spec.max_content_ids, COUNT_BITS),
-                              ("lines", spec.max_line_ids, LAYOUT_VOCAB),
-                              ("layout", LAYOUT_FEATURES, LAYOUT_VOCAB)):
+                              ("lines", spec.max_line_ids, spec.layout_vocab),
+                              ("layout", LAYOUT_FEATURES, spec.layout_vocab)):
         column = columns[name].combine_chunks()
         ids = column.flatten()
         if column.null_count or ids.null_count:

@@ -708,6 +708,9 @@ def test_the_encoded_endpoint_gives_the_same_scores_as_the_text_endpoint(service
     (encoded_arrow(spoiled(content=lambda rows: [rows[0] + [SPEC.buckets], rows[1]])), ARROW, 400,
      f"content: ids must lie in [0, {SPEC.buckets})"),
     (encoded_arrow(spoiled(lines=lambda rows: [[-1], rows[1]])), ARROW, 400, "lines: ids must lie in"),
+    # A column the model's spec has no rows for (the default model has no memory).
+    (encoded_arrow(spoiled(layout=lambda rows: [rows[0][:-1] + [SPEC.layout_vocab], rows[1]])), ARROW, 400,
+     f"layout: ids must lie in [0, {SPEC.layout_vocab})"),
     (encoded_arrow(spoiled(content_classes=lambda rows: [rows[0][:-1] + [COUNT_BITS], rows[1]])), ARROW, 400,
      f"content_classes: ids must lie in [0, {COUNT_BITS})"),
     (encoded_arrow(spoiled(content_classes=lambda rows: [rows[0][:-1], rows[1] + [0]])), ARROW, 400,
@@ -726,7 +729,7 @@ def test_the_encoded_endpoint_gives_the_same_scores_as_the_text_endpoint(service
     (encoded_arrow(spoiled(), compression="zstd"), ARROW, 415, "compressed Arrow"),
     (encoded_arrow(spoiled())[:-30], ARROW, 400, "malformed Arrow"),
     (json.dumps({"texts": ["a"]}), "application/json", 415, "takes application/vnd.apache.arrow.stream only"),
-], ids=["id-past-table", "negative-id", "class-past-top", "classes-not-aligned", "int64", "no-layout", "null-row",
+], ids=["id-past-table", "negative-id", "layout-id-past-table", "class-past-top", "classes-not-aligned", "int64", "no-layout", "null-row",
         "null-id", "layout-width", "long-row", "no-digest", "other-hashing", "rows", "zstd", "cut", "json"])
 def test_malformed_encoded_requests_get_clear_4xx(service, body, content_type, status, message):
     got, data, _ = post(service, "/v1/score/encoded", body, content_type)
