@@ -729,8 +729,8 @@ def test_the_encoded_endpoint_gives_the_same_scores_as_the_text_endpoint(service
     (encoded_arrow(spoiled(), compression="zstd"), ARROW, 415, "compressed Arrow"),
     (encoded_arrow(spoiled())[:-30], ARROW, 400, "malformed Arrow"),
     (json.dumps({"texts": ["a"]}), "application/json", 415, "takes application/vnd.apache.arrow.stream only"),
-], ids=["id-past-table", "negative-id", "layout-id-past-table", "class-past-top", "classes-not-aligned", "int64", "no-layout", "null-row",
-        "null-id", "layout-width", "long-row", "no-digest", "other-hashing", "rows", "zstd", "cut", "json"])
+], ids=["id-past-table", "negative-id", "layout-id-past-table", "class-past-top", "classes-not-aligned", "int64",
+        "no-layout", "null-row", "null-id", "layout-width", "long-row", "no-digest", "other-hashing", "rows", "zstd", "cut", "json"])
 def test_malformed_encoded_requests_get_clear_4xx(service, body, content_type, status, message):
     got, data, _ = post(service, "/v1/score/encoded", body, content_type)
     assert got == status and message in json.loads(data)["error"], data
